@@ -1,0 +1,36 @@
+# frozen_string_literal: true
+
+# Repackages a Debian arch:all Ruby library (.deb) as an ordinary .gem, so that `gem install --local` can install it
+# into a Ruby of our own. Debian ships each gem unpacked under /usr/share/rubygems-integration/all, with its
+# specification beside it; the specification names the gem and its dependencies, the unpacked tree is the content.
+#
+#   ruby script/deb2gem.rb PACKAGE.deb OUTPUT_DIR    # prints the path of each .gem it wrote
+require "fileutils"
+require "rubygems/package"
+require "tmpdir"
+
+deb, out_dir = ARGV
+abort "usage: #{$PROGRAM_NAME} PACKAGE.deb OUTPUT_DIR" unless deb && out_dir
+Gem::DefaultUserInteraction.ui = Gem::SilentUI.new # stdout carries only the paths written
+
+Dir.mktmpdir("deb2gem") do |tree|
+  system("dpkg-deb", "-x", deb, tree, exception: true)
+  root = File.join(tree, "usr/share/rubygems-integration/all")
+  specs = Dir[File.join(root, "specifications", "*.gemspec")]
+  abort "#{deb}: no gem specification under #{root}" if specs.empty?
+
+  specs.each do |spec_path|
+    spec = Gem::Specification.load(spec_path) or abort "#{spec_path}: not a gem specification"
+    gem_dir = File.join(root, "gems", spec.full_name)
+    abort "#{deb}: #{spec.full_name} has no unpacked tree" unless File.directory?(gem_dir)
+
+    Dir.chdir(gem_dir) do
+      spec.files = Dir.glob("**/*", File::FNM_DOTMATCH).select { |path| File.file?(path) }.sort
+      spec.signing_key = nil
+      spec.cert_chain = []
+      built = Gem::Package.build(spec, true)
+      FileUtils.mv(built, File.join(out_dir, File.basename(built)))
+      puts File.join(out_dir, File.basename(built))
+    end
+  end
+end
