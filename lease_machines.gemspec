@@ -27,7 +27,7 @@ Gem::Specification.new do |spec|
   spec.files = Dir[
     "lib/**/*.rb", "sig/**/*.rbs", "ext/**/*.rb", "exe/*",
     "Cargo.toml", "Cargo.lock", "core/Cargo.toml", "core/src/**/*.rs", "core/README.md",
-    "ffi/Cargo.toml", "ffi/build.rs", "ffi/src/**/*.rs",
+    "ffi/Cargo.toml", "ffi/src/**/*.rs",
     "README.md", "CHANGELOG.md", "LICENSE.txt"
   ]
   spec.require_paths = ["lib"]

@@ -1,0 +1,153 @@
+//! `LeaseMachines::Authority`: the decision engine for one resource, as a mutable Ruby object.
+
+use std::cell::RefCell;
+
+use lease_machines::{Decision, FencingToken, LeaseAuthority};
+use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, Value};
+
+use crate::convert::{owner_arg, seconds, seconds_arg, token_arg};
+use crate::symbols::{self, Status};
+use crate::values::{RbCheckpoint, RbLease};
+
+/// What a native decision method returns: `[status, lease, reason]`.
+type Tuple = (StaticSymbol, Option<Obj<RbLease>>, Option<StaticSymbol>);
+
+#[magnus::wrap(class = "LeaseMachines::Authority", free_immediately, size)]
+pub struct RbAuthority(RefCell<LeaseAuthority>);
+
+impl RbAuthority {
+    fn new(ruby: &Ruby, clock_policy: Value) -> Result<Self, Error> {
+        let policy = symbols::clock_policy_arg(ruby, clock_policy)?;
+        Ok(Self(RefCell::new(LeaseAuthority::new().with_clock_policy(policy))))
+    }
+
+    fn restore(ruby: &Ruby, checkpoint: &RbCheckpoint, clock_policy: Value) -> Result<Self, Error> {
+        let policy = symbols::clock_policy_arg(ruby, clock_policy)?;
+        Ok(Self(RefCell::new(LeaseAuthority::restore(checkpoint.0).with_clock_policy(policy))))
+    }
+
+    fn state(&self, ruby: &Ruby) -> Result<LeaseAuthority, Error> {
+        self.0
+            .try_borrow()
+            .map(|authority| authority.clone())
+            .map_err(|_| Error::new(ruby.exception_runtime_error(), "LeaseMachines::Authority is busy"))
+    }
+
+    /// Decides on a copy of the state, builds the Ruby answer, and only then commits the copy: if anything fails on
+    /// the way (a bad argument, an allocation), the authority is unchanged.
+    fn decide(
+        ruby: &Ruby,
+        rb_self: Obj<Self>,
+        decide: impl FnOnce(&mut LeaseAuthority) -> Decision,
+    ) -> Result<Tuple, Error> {
+        rb_self.check_frozen()?;
+        let mut next = rb_self.state(ruby)?;
+        let tuple = match decide(&mut next) {
+            Decision::Granted(lease) => (symbols::status(ruby, Status::Granted), Some(RbLease::wrap(ruby, lease)), None),
+            Decision::Renewed(lease) => (symbols::status(ruby, Status::Renewed), Some(RbLease::wrap(ruby, lease)), None),
+            Decision::Released => (symbols::status(ruby, Status::Released), None, None),
+            Decision::Rejected(rejection) => {
+                (symbols::status(ruby, Status::Rejected), None, Some(symbols::reason(ruby, rejection)))
+            }
+        };
+        let mut current = rb_self
+            .0
+            .try_borrow_mut()
+            .map_err(|_| Error::new(ruby.exception_runtime_error(), "LeaseMachines::Authority is busy"))?;
+        *current = next;
+        Ok(tuple)
+    }
+
+    fn acquire(ruby: &Ruby, rb_self: Obj<Self>, owner: Value, now: Value, ttl: Value) -> Result<Tuple, Error> {
+        let (owner, now, ttl) = (owner_arg(ruby, owner)?, seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
+        Self::decide(ruby, rb_self, |authority| authority.acquire(owner, now, ttl))
+    }
+
+    fn reacquire(ruby: &Ruby, rb_self: Obj<Self>, owner: Value, now: Value, ttl: Value) -> Result<Tuple, Error> {
+        let (owner, now, ttl) = (owner_arg(ruby, owner)?, seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
+        Self::decide(ruby, rb_self, |authority| authority.reacquire(owner, now, ttl))
+    }
+
+    fn renew(
+        ruby: &Ruby,
+        rb_self: Obj<Self>,
+        owner: Value,
+        token: Value,
+        now: Value,
+        ttl: Value,
+    ) -> Result<Tuple, Error> {
+        let owner = owner_arg(ruby, owner)?;
+        let token = token_arg(ruby, "token", token)?;
+        let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
+        Self::decide(ruby, rb_self, |authority| {
+            let token = token.unwrap_or_else(|| never_current(authority));
+            authority.renew(owner, token, now, ttl)
+        })
+    }
+
+    fn release(ruby: &Ruby, rb_self: Obj<Self>, owner: Value, token: Value, now: Value) -> Result<Tuple, Error> {
+        let owner = owner_arg(ruby, owner)?;
+        let token = token_arg(ruby, "token", token)?;
+        let now = seconds_arg(ruby, "now", now)?;
+        Self::decide(ruby, rb_self, |authority| {
+            let token = token.unwrap_or_else(|| never_current(authority));
+            authority.release(owner, token, now)
+        })
+    }
+
+    fn checkpoint(ruby: &Ruby, rb_self: &Self) -> Result<Obj<RbCheckpoint>, Error> {
+        Ok(RbCheckpoint::wrap(ruby, rb_self.state(ruby)?.checkpoint()))
+    }
+
+    fn lease(ruby: &Ruby, rb_self: &Self) -> Result<Option<Obj<RbLease>>, Error> {
+        Ok(rb_self.state(ruby)?.lease().map(|lease| RbLease::wrap(ruby, lease)))
+    }
+
+    fn last_issued(ruby: &Ruby, rb_self: &Self) -> Result<Option<u64>, Error> {
+        Ok(rb_self.state(ruby)?.last_issued().map(FencingToken::value))
+    }
+
+    fn observed(ruby: &Ruby, rb_self: &Self) -> Result<f64, Error> {
+        Ok(seconds(rb_self.state(ruby)?.observed()))
+    }
+
+    fn clock_policy(ruby: &Ruby, rb_self: &Self) -> Result<StaticSymbol, Error> {
+        Ok(symbols::clock_policy(ruby, rb_self.state(ruby)?.clock_policy()))
+    }
+
+    fn inspect(ruby: &Ruby, rb_self: &Self) -> Result<String, Error> {
+        let state = rb_self.state(ruby)?;
+        let checkpoint = RbCheckpoint::wrap(ruby, state.checkpoint());
+        Ok(format!(
+            "#<LeaseMachines::Authority clock_policy={} checkpoint={}>",
+            symbols::clock_policy(ruby, state.clock_policy()).inspect(),
+            checkpoint.inspect()
+        ))
+    }
+}
+
+/// A token that is never the current lease's: what a presented token 0 (which no authority issues) stands for, so
+/// the request still goes through the clock and TTL checks and is refused as `:not_held` or `:stale_token`.
+fn never_current(authority: &LeaseAuthority) -> FencingToken {
+    match authority.lease() {
+        Some(lease) if lease.token() == FencingToken::FIRST => FencingToken::LAST,
+        _ => FencingToken::FIRST,
+    }
+}
+
+pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let class = module.define_class("Authority", ruby.class_object())?;
+    class.define_singleton_method("_new", magnus::function!(RbAuthority::new, 1))?;
+    class.define_singleton_method("_restore", magnus::function!(RbAuthority::restore, 2))?;
+    class.define_method("_acquire", magnus::method!(RbAuthority::acquire, 3))?;
+    class.define_method("_reacquire", magnus::method!(RbAuthority::reacquire, 3))?;
+    class.define_method("_renew", magnus::method!(RbAuthority::renew, 4))?;
+    class.define_method("_release", magnus::method!(RbAuthority::release, 3))?;
+    class.define_method("checkpoint", magnus::method!(RbAuthority::checkpoint, 0))?;
+    class.define_method("lease", magnus::method!(RbAuthority::lease, 0))?;
+    class.define_method("last_issued", magnus::method!(RbAuthority::last_issued, 0))?;
+    class.define_method("observed", magnus::method!(RbAuthority::observed, 0))?;
+    class.define_method("clock_policy", magnus::method!(RbAuthority::clock_policy, 0))?;
+    class.define_method("inspect", magnus::method!(RbAuthority::inspect, 0))?;
+    Ok(())
+}

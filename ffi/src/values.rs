@@ -1,0 +1,300 @@
+//! Immutable values: `Lease`, `Checkpoint`, `Cadence`. Frozen at birth, compared by value, shareable across Ractors.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use lease_machines::{Cadence, Checkpoint, Lease};
+use magnus::{
+    prelude::*, typed_data::Obj, value::ReprValue, Error, RArray, RHash, RModule, Ruby, TryConvert, Value,
+};
+
+use crate::convert::{issued_token_arg, optional_token_arg, owner_arg, seconds, seconds_arg};
+
+/// A Ruby `#hash` value from a Rust hash: fits a Fixnum.
+fn fixnum_hash(value: &impl Hash) -> i64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    (hasher.finish() >> 2) as i64
+}
+
+/// `deconstruct_keys(keys)` for pattern matching: every attribute when `keys` is nil, else the ones asked for.
+fn deconstruct(ruby: &Ruby, all: RHash, keys: Value) -> Result<RHash, Error> {
+    if keys.is_nil() {
+        return Ok(all);
+    }
+    let wanted = ruby.hash_new();
+    for key in RArray::try_convert(keys)?.into_iter() {
+        if let Some(value) = all.get(key) {
+            wanted.aset(key, value)?;
+        }
+    }
+    Ok(wanted)
+}
+
+/// `LeaseMachines::Lease`: owner, token and `expires_at` (Float seconds from the history's clock origin).
+#[magnus::wrap(class = "LeaseMachines::Lease", free_immediately, size, frozen_shareable)]
+pub struct RbLease(pub Lease);
+
+impl RbLease {
+    /// A new frozen Ruby `Lease`.
+    pub fn wrap(ruby: &Ruby, lease: Lease) -> Obj<Self> {
+        let object = ruby.obj_wrap(Self(lease));
+        object.freeze();
+        object
+    }
+
+    fn new(ruby: &Ruby, owner: Value, token: Value, expires_at: Value) -> Result<Obj<Self>, Error> {
+        let owner = owner_arg(ruby, owner)?;
+        let token = issued_token_arg(ruby, "token", token)?;
+        let expires_at = seconds_arg(ruby, "expires_at", expires_at)?;
+        Ok(Self::wrap(ruby, Lease::new(owner, token, expires_at)))
+    }
+
+    fn owner(&self) -> u64 {
+        self.0.owner().value()
+    }
+
+    fn token(&self) -> u64 {
+        self.0.token().value()
+    }
+
+    fn expires_at(&self) -> f64 {
+        seconds(self.0.expires_at())
+    }
+
+    fn is_live(ruby: &Ruby, rb_self: &Self, now: Value) -> Result<bool, Error> {
+        Ok(rb_self.0.is_live(seconds_arg(ruby, "now", now)?))
+    }
+
+    fn remaining(ruby: &Ruby, rb_self: &Self, now: Value) -> Result<f64, Error> {
+        Ok(seconds(rb_self.0.remaining(seconds_arg(ruby, "now", now)?)))
+    }
+
+    fn eq(&self, other: Value) -> bool {
+        <&Self>::try_convert(other).is_ok_and(|other| other.0 == self.0)
+    }
+
+    fn hash(&self) -> i64 {
+        fixnum_hash(&self.0)
+    }
+
+    fn to_h(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
+        let hash = ruby.hash_new();
+        hash.aset(ruby.to_symbol("owner"), rb_self.owner())?;
+        hash.aset(ruby.to_symbol("token"), rb_self.token())?;
+        hash.aset(ruby.to_symbol("expires_at"), rb_self.expires_at())?;
+        Ok(hash)
+    }
+
+    fn deconstruct_keys(ruby: &Ruby, rb_self: &Self, keys: Value) -> Result<RHash, Error> {
+        deconstruct(ruby, Self::to_h(ruby, rb_self)?, keys)
+    }
+
+    fn inspect(&self) -> String {
+        format!(
+            "#<LeaseMachines::Lease owner={} token={} expires_at={:?}>",
+            self.owner(),
+            self.token(),
+            self.expires_at()
+        )
+    }
+}
+
+/// `LeaseMachines::Checkpoint`: the whole state of an authority, for storage and `Authority.restore`.
+#[magnus::wrap(class = "LeaseMachines::Checkpoint", free_immediately, size, frozen_shareable)]
+pub struct RbCheckpoint(pub Checkpoint);
+
+impl RbCheckpoint {
+    pub fn wrap(ruby: &Ruby, checkpoint: Checkpoint) -> Obj<Self> {
+        let object = ruby.obj_wrap(Self(checkpoint));
+        object.freeze();
+        object
+    }
+
+    fn new(ruby: &Ruby, last_issued: Value, lease: Value, observed: Value) -> Result<Obj<Self>, Error> {
+        let last_issued = optional_token_arg(ruby, "last_issued", last_issued)?;
+        let lease = if lease.is_nil() {
+            None
+        } else {
+            Some(
+                <&RbLease>::try_convert(lease)
+                    .map_err(|_| {
+                        Error::new(
+                            ruby.exception_type_error(),
+                            format!("lease must be a LeaseMachines::Lease or nil, got {}", lease.inspect()),
+                        )
+                    })?
+                    .0,
+            )
+        };
+        let observed = seconds_arg(ruby, "observed", observed)?;
+        let checkpoint = Checkpoint::from_parts(last_issued, lease, observed).ok_or_else(|| {
+            let issued = last_issued.map_or_else(|| "nil".to_owned(), |token| token.value().to_string());
+            let token = lease.map_or(0, |lease| lease.token().value());
+            Error::new(
+                ruby.exception_arg_error(),
+                format!("impossible checkpoint: lease token {token} was never issued (last_issued is {issued})"),
+            )
+        })?;
+        Ok(Self::wrap(ruby, checkpoint))
+    }
+
+    fn last_issued(&self) -> Option<u64> {
+        self.0.last_issued().map(|token| token.value())
+    }
+
+    fn lease(ruby: &Ruby, rb_self: &Self) -> Option<Obj<RbLease>> {
+        rb_self.0.lease().map(|lease| RbLease::wrap(ruby, lease))
+    }
+
+    fn observed(&self) -> f64 {
+        seconds(self.0.observed())
+    }
+
+    fn eq(&self, other: Value) -> bool {
+        <&Self>::try_convert(other).is_ok_and(|other| other.0 == self.0)
+    }
+
+    fn hash(&self) -> i64 {
+        fixnum_hash(&self.0)
+    }
+
+    fn to_h(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
+        let hash = ruby.hash_new();
+        hash.aset(ruby.to_symbol("last_issued"), rb_self.last_issued())?;
+        hash.aset(ruby.to_symbol("lease"), Self::lease(ruby, rb_self))?;
+        hash.aset(ruby.to_symbol("observed"), rb_self.observed())?;
+        Ok(hash)
+    }
+
+    fn deconstruct_keys(ruby: &Ruby, rb_self: &Self, keys: Value) -> Result<RHash, Error> {
+        deconstruct(ruby, Self::to_h(ruby, rb_self)?, keys)
+    }
+
+    fn inspect(&self) -> String {
+        let last_issued = self.last_issued().map_or_else(|| "nil".to_owned(), |token| token.to_string());
+        let lease = self.0.lease().map_or_else(
+            || "nil".to_owned(),
+            |lease| {
+                format!(
+                    "#<LeaseMachines::Lease owner={} token={} expires_at={:?}>",
+                    lease.owner().value(),
+                    lease.token().value(),
+                    seconds(lease.expires_at())
+                )
+            },
+        );
+        format!(
+            "#<LeaseMachines::Checkpoint last_issued={last_issued} lease={lease} observed={:?}>",
+            self.observed()
+        )
+    }
+}
+
+/// `LeaseMachines::Cadence`: a holder's TTL, renewal interval and warning margin, in Float seconds.
+#[magnus::wrap(class = "LeaseMachines::Cadence", free_immediately, size, frozen_shareable)]
+pub struct RbCadence(pub Cadence);
+
+impl RbCadence {
+    pub fn wrap(ruby: &Ruby, cadence: Cadence) -> Obj<Self> {
+        let object = ruby.obj_wrap(Self(cadence));
+        object.freeze();
+        object
+    }
+
+    fn new(ruby: &Ruby, ttl: Value, renew_every: Value, warn_before: Value) -> Result<Obj<Self>, Error> {
+        let ttl_seconds = seconds_arg(ruby, "ttl", ttl)?;
+        let renew_seconds = seconds_arg(ruby, "renew_every", renew_every)?;
+        let warn_seconds = seconds_arg(ruby, "warn_before", warn_before)?;
+        let cadence = Cadence::new(ttl_seconds, renew_seconds, warn_seconds).ok_or_else(|| {
+            Error::new(
+                ruby.exception_arg_error(),
+                format!(
+                    "a cadence needs 0 < renew_every < ttl and warn_before < ttl, got ttl={:?} renew_every={:?} \
+                     warn_before={:?}",
+                    seconds(ttl_seconds),
+                    seconds(renew_seconds),
+                    seconds(warn_seconds)
+                ),
+            )
+        })?;
+        Ok(Self::wrap(ruby, cadence))
+    }
+
+    fn ttl(&self) -> f64 {
+        seconds(self.0.ttl())
+    }
+
+    fn renew_every(&self) -> f64 {
+        seconds(self.0.renew_every())
+    }
+
+    fn warn_before(&self) -> f64 {
+        seconds(self.0.warn_before())
+    }
+
+    fn eq(&self, other: Value) -> bool {
+        <&Self>::try_convert(other).is_ok_and(|other| other.0 == self.0)
+    }
+
+    fn hash(&self) -> i64 {
+        fixnum_hash(&self.0)
+    }
+
+    fn to_h(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
+        let hash = ruby.hash_new();
+        hash.aset(ruby.to_symbol("ttl"), rb_self.ttl())?;
+        hash.aset(ruby.to_symbol("renew_every"), rb_self.renew_every())?;
+        hash.aset(ruby.to_symbol("warn_before"), rb_self.warn_before())?;
+        Ok(hash)
+    }
+
+    fn deconstruct_keys(ruby: &Ruby, rb_self: &Self, keys: Value) -> Result<RHash, Error> {
+        deconstruct(ruby, Self::to_h(ruby, rb_self)?, keys)
+    }
+
+    fn inspect(&self) -> String {
+        format!(
+            "#<LeaseMachines::Cadence ttl={:?} renew_every={:?} warn_before={:?}>",
+            self.ttl(),
+            self.renew_every(),
+            self.warn_before()
+        )
+    }
+}
+
+macro_rules! value_methods {
+    ($class:expr, $type:ty) => {{
+        let class = $class;
+        class.define_method("==", magnus::method!(<$type>::eq, 1))?;
+        class.define_method("eql?", magnus::method!(<$type>::eq, 1))?;
+        class.define_method("hash", magnus::method!(<$type>::hash, 0))?;
+        class.define_method("to_h", magnus::method!(<$type>::to_h, 0))?;
+        class.define_method("deconstruct_keys", magnus::method!(<$type>::deconstruct_keys, 1))?;
+        class.define_method("inspect", magnus::method!(<$type>::inspect, 0))?;
+        class.define_method("to_s", magnus::method!(<$type>::inspect, 0))?;
+        class
+    }};
+}
+
+pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let lease = value_methods!(module.define_class("Lease", ruby.class_object())?, RbLease);
+    lease.define_singleton_method("_new", magnus::function!(RbLease::new, 3))?;
+    lease.define_method("owner", magnus::method!(RbLease::owner, 0))?;
+    lease.define_method("token", magnus::method!(RbLease::token, 0))?;
+    lease.define_method("expires_at", magnus::method!(RbLease::expires_at, 0))?;
+    lease.define_method("live?", magnus::method!(RbLease::is_live, 1))?;
+    lease.define_method("remaining", magnus::method!(RbLease::remaining, 1))?;
+
+    let checkpoint = value_methods!(module.define_class("Checkpoint", ruby.class_object())?, RbCheckpoint);
+    checkpoint.define_singleton_method("_new", magnus::function!(RbCheckpoint::new, 3))?;
+    checkpoint.define_method("last_issued", magnus::method!(RbCheckpoint::last_issued, 0))?;
+    checkpoint.define_method("lease", magnus::method!(RbCheckpoint::lease, 0))?;
+    checkpoint.define_method("observed", magnus::method!(RbCheckpoint::observed, 0))?;
+
+    let cadence = value_methods!(module.define_class("Cadence", ruby.class_object())?, RbCadence);
+    cadence.define_singleton_method("_new", magnus::function!(RbCadence::new, 3))?;
+    cadence.define_method("ttl", magnus::method!(RbCadence::ttl, 0))?;
+    cadence.define_method("renew_every", magnus::method!(RbCadence::renew_every, 0))?;
+    cadence.define_method("warn_before", magnus::method!(RbCadence::warn_before, 0))?;
+    Ok(())
+}

@@ -1,0 +1,39 @@
+# frozen_string_literal: true
+
+require "rake/testtask"
+
+# The minitest suite against the compiled extension.
+Rake::TestTask.new(:test) do |t|
+  t.libs << "test" << "lib"
+  t.test_files = FileList["test/**/*_test.rb"]
+  t.warning = true
+end
+task test: :compile
+
+namespace :test do
+  desc "Run the whole suite again with GC.stress on (catches objects the extension fails to keep alive)"
+  task gc_stress: :compile do
+    ruby "-Ilib", "-Itest", "-e", 'ENV["LEASE_MACHINES_GC_STRESS"] = "1"; ARGV.each { |f| require File.expand_path(f) }',
+         *FileList["test/**/*_test.rb"]
+  end
+
+  desc "Run the suite under RBS runtime type checking, so a signature that lies fails the build"
+  task rbs: :compile do
+    env = {
+      "RBS_TEST_TARGET" => "LeaseMachines::*",
+      "RBS_TEST_OPT" => "-I sig",
+      "RBS_TEST_LOGLEVEL" => "error",
+      "RBS_TEST_RAISE" => "true",
+      "LEASE_MACHINES_RBS_TEST" => "1"
+    }
+    sh env, FileUtils::RUBY, "-Ilib", "-Itest", "-rrbs/test/setup", "-e", "ARGV.each { |f| require File.expand_path(f) }",
+       *FileList["test/**/*_test.rb"]
+  end
+end
+
+namespace :rbs do
+  desc "Validate sig/ with rbs"
+  task :validate do
+    sh FileUtils::RUBY, "-S", "rbs", "-I", "sig", "validate"
+  end
+end
