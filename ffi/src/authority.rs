@@ -43,8 +43,12 @@ impl RbAuthority {
         rb_self.check_frozen()?;
         let mut next = rb_self.state(ruby)?;
         let tuple = match decide(&mut next) {
-            Decision::Granted(lease) => (symbols::status(ruby, Status::Granted), Some(RbLease::wrap(ruby, lease)), None),
-            Decision::Renewed(lease) => (symbols::status(ruby, Status::Renewed), Some(RbLease::wrap(ruby, lease)), None),
+            Decision::Granted(lease) => {
+                (symbols::status(ruby, Status::Granted), Some(RbLease::wrap(ruby, lease)), None)
+            }
+            Decision::Renewed(lease) => {
+                (symbols::status(ruby, Status::Renewed), Some(RbLease::wrap(ruby, lease)), None)
+            }
             Decision::Released => (symbols::status(ruby, Status::Released), None, None),
             Decision::Rejected(rejection) => {
                 (symbols::status(ruby, Status::Rejected), None, Some(symbols::reason(ruby, rejection)))
@@ -59,12 +63,14 @@ impl RbAuthority {
     }
 
     fn acquire(ruby: &Ruby, rb_self: Obj<Self>, owner: Value, now: Value, ttl: Value) -> Result<Tuple, Error> {
-        let (owner, now, ttl) = (owner_arg(ruby, owner)?, seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
+        let (owner, now, ttl) =
+            (owner_arg(ruby, owner)?, seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
         Self::decide(ruby, rb_self, |authority| authority.acquire(owner, now, ttl))
     }
 
     fn reacquire(ruby: &Ruby, rb_self: Obj<Self>, owner: Value, now: Value, ttl: Value) -> Result<Tuple, Error> {
-        let (owner, now, ttl) = (owner_arg(ruby, owner)?, seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
+        let (owner, now, ttl) =
+            (owner_arg(ruby, owner)?, seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
         Self::decide(ruby, rb_self, |authority| authority.reacquire(owner, now, ttl))
     }
 

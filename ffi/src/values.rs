@@ -3,9 +3,7 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use lease_machines::{Cadence, Checkpoint, Lease};
-use magnus::{
-    prelude::*, typed_data::Obj, value::ReprValue, Error, RArray, RHash, RModule, Ruby, TryConvert, Value,
-};
+use magnus::{prelude::*, typed_data::Obj, value::ReprValue, Error, RArray, RHash, RModule, Ruby, TryConvert, Value};
 
 use crate::convert::{issued_token_arg, optional_token_arg, owner_arg, seconds, seconds_arg};
 
@@ -183,10 +181,7 @@ impl RbCheckpoint {
                 )
             },
         );
-        format!(
-            "#<LeaseMachines::Checkpoint last_issued={last_issued} lease={lease} observed={:?}>",
-            self.observed()
-        )
+        format!("#<LeaseMachines::Checkpoint last_issued={last_issued} lease={lease} observed={:?}>", self.observed())
     }
 }
 

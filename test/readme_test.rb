@@ -1,0 +1,61 @@
+# frozen_string_literal: true
+
+require "test_helper"
+
+# Runs every ```ruby block of README.md, in order, in one binding (later blocks may use what earlier ones defined),
+# and checks each line annotated `expression # => expected` against the value the expression really has.
+class ReadmeTest < Minitest::Test
+  README = File.expand_path("../README.md", __dir__)
+
+  Block = Struct.new(:source, :line)
+
+  def self.blocks
+    blocks = []
+    current = nil
+    File.foreach(README).with_index(1) do |text, number|
+      if current.nil? && text.start_with?("```ruby")
+        current = Block.new(+"", number + 1)
+      elsif current && text.start_with?("```")
+        blocks << current
+        current = nil
+      elsif current
+        current.source << text
+      end
+    end
+    blocks
+  end
+
+  # Rewrites `expr # => expected` lines into checks; everything else runs as written.
+  def self.instrument(block)
+    block.source.lines.map.with_index do |text, offset|
+      code, expected = text.split(/\s# => /, 2)
+      next text unless expected
+
+      %(__readme_check((#{code.strip}), #{expected.strip.dump}, #{block.line + offset})\n)
+    end.join
+  end
+
+  def test_the_readme_has_ruby_examples
+    assert_operator self.class.blocks.size, :>=, 10
+  end
+
+  def test_every_ruby_example_in_the_readme_runs_and_shows_the_true_result
+    checks = []
+    context = Object.new
+    context.define_singleton_method(:__readme_check) do |actual, expected, line|
+      checks << [actual, expected, line]
+      actual
+    end
+    scope = context.instance_eval { binding }
+    self.class.blocks.each do |block|
+      scope.eval(self.class.instrument(block), README, block.line)
+    end
+
+    assert_operator checks.size, :>=, 40, "the README's annotated lines all ran"
+    checks.each do |actual, expected, line|
+      want = eval(expected, binding, README, line) # rubocop:disable Security/Eval
+      message = "README.md:#{line}: expected #{expected}, got #{actual.inspect}"
+      want.nil? ? assert_nil(actual, message) : assert_equal(want, actual, message)
+    end
+  end
+end
