@@ -3,19 +3,49 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use lease_machines::{Cadence, Checkpoint, Lease};
-use magnus::{prelude::*, typed_data::Obj, value::ReprValue, Error, RArray, RHash, RModule, Ruby, TryConvert, Value};
+use magnus::{
+    prelude::*, typed_data::Obj, value::ReprValue, Error, IntoValue, RArray, RClass, RHash, RModule, Ruby, TryConvert,
+    TypedData, Value,
+};
 
 use crate::convert::{issued_token_arg, optional_token_arg, owner_arg, seconds, seconds_arg};
 
-/// A Ruby `#hash` value from a Rust hash: fits a Fixnum.
-fn fixnum_hash(value: &impl Hash) -> i64 {
+/// What the three value classes share: a Rust value inside, and named attributes outside. `==`, `eql?`, `hash`,
+/// `to_h`, `deconstruct_keys` and `inspect` are written once, below, in terms of these.
+pub trait FrozenValue: TypedData + Sized {
+    /// The core value compared and hashed.
+    type Inner: PartialEq + Hash;
+    /// The Ruby class name, for `inspect`.
+    const CLASS: &'static str;
+
+    fn inner(&self) -> &Self::Inner;
+
+    /// The attributes, in order, as Ruby values.
+    fn attributes(&self, ruby: &Ruby) -> Vec<(&'static str, Value)>;
+}
+
+fn eq<T: FrozenValue>(rb_self: &T, other: Value) -> bool {
+    <&T>::try_convert(other).is_ok_and(|other| other.inner() == rb_self.inner())
+}
+
+/// A Ruby `#hash` from the Rust hash of the value, small enough to be a Fixnum.
+fn hash<T: FrozenValue>(rb_self: &T) -> i64 {
     let mut hasher = DefaultHasher::new();
-    value.hash(&mut hasher);
+    rb_self.inner().hash(&mut hasher);
     (hasher.finish() >> 2) as i64
 }
 
-/// `deconstruct_keys(keys)` for pattern matching: every attribute when `keys` is nil, else the ones asked for.
-fn deconstruct(ruby: &Ruby, all: RHash, keys: Value) -> Result<RHash, Error> {
+fn to_h<T: FrozenValue>(ruby: &Ruby, rb_self: &T) -> Result<RHash, Error> {
+    let hash = ruby.hash_new();
+    for (name, value) in rb_self.attributes(ruby) {
+        hash.aset(ruby.to_symbol(name), value)?;
+    }
+    Ok(hash)
+}
+
+/// For pattern matching: every attribute when `keys` is nil, else the ones asked for.
+fn deconstruct_keys<T: FrozenValue>(ruby: &Ruby, rb_self: &T, keys: Value) -> Result<RHash, Error> {
+    let all = to_h(ruby, rb_self)?;
     if keys.is_nil() {
         return Ok(all);
     }
@@ -26,6 +56,27 @@ fn deconstruct(ruby: &Ruby, all: RHash, keys: Value) -> Result<RHash, Error> {
         }
     }
     Ok(wanted)
+}
+
+fn inspect<T: FrozenValue>(ruby: &Ruby, rb_self: &T) -> String {
+    let attributes: Vec<String> =
+        rb_self.attributes(ruby).into_iter().map(|(name, value)| format!("{name}={}", value.inspect())).collect();
+    format!("#<{} {}>", T::CLASS, attributes.join(" "))
+}
+
+/// Defines the shared methods of a value class (a macro: `method!` needs a concrete function).
+macro_rules! define_value_methods {
+    ($class:expr, $type:ty) => {{
+        let class: RClass = $class;
+        class.define_method("==", magnus::method!(eq::<$type>, 1))?;
+        class.define_method("eql?", magnus::method!(eq::<$type>, 1))?;
+        class.define_method("hash", magnus::method!(hash::<$type>, 0))?;
+        class.define_method("to_h", magnus::method!(to_h::<$type>, 0))?;
+        class.define_method("deconstruct_keys", magnus::method!(deconstruct_keys::<$type>, 1))?;
+        class.define_method("inspect", magnus::method!(inspect::<$type>, 0))?;
+        class.define_method("to_s", magnus::method!(inspect::<$type>, 0))?;
+        class
+    }};
 }
 
 /// `LeaseMachines::Lease`: owner, token and `expires_at` (Float seconds from the history's clock origin).
@@ -65,35 +116,6 @@ impl RbLease {
 
     fn remaining(ruby: &Ruby, rb_self: &Self, now: Value) -> Result<f64, Error> {
         Ok(seconds(rb_self.0.remaining(seconds_arg(ruby, "now", now)?)))
-    }
-
-    fn eq(&self, other: Value) -> bool {
-        <&Self>::try_convert(other).is_ok_and(|other| other.0 == self.0)
-    }
-
-    fn hash(&self) -> i64 {
-        fixnum_hash(&self.0)
-    }
-
-    fn to_h(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
-        let hash = ruby.hash_new();
-        hash.aset(ruby.to_symbol("owner"), rb_self.owner())?;
-        hash.aset(ruby.to_symbol("token"), rb_self.token())?;
-        hash.aset(ruby.to_symbol("expires_at"), rb_self.expires_at())?;
-        Ok(hash)
-    }
-
-    fn deconstruct_keys(ruby: &Ruby, rb_self: &Self, keys: Value) -> Result<RHash, Error> {
-        deconstruct(ruby, Self::to_h(ruby, rb_self)?, keys)
-    }
-
-    fn inspect(&self) -> String {
-        format!(
-            "#<LeaseMachines::Lease owner={} token={} expires_at={:?}>",
-            self.owner(),
-            self.token(),
-            self.expires_at()
-        )
     }
 }
 
@@ -147,42 +169,6 @@ impl RbCheckpoint {
     fn observed(&self) -> f64 {
         seconds(self.0.observed())
     }
-
-    fn eq(&self, other: Value) -> bool {
-        <&Self>::try_convert(other).is_ok_and(|other| other.0 == self.0)
-    }
-
-    fn hash(&self) -> i64 {
-        fixnum_hash(&self.0)
-    }
-
-    fn to_h(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
-        let hash = ruby.hash_new();
-        hash.aset(ruby.to_symbol("last_issued"), rb_self.last_issued())?;
-        hash.aset(ruby.to_symbol("lease"), Self::lease(ruby, rb_self))?;
-        hash.aset(ruby.to_symbol("observed"), rb_self.observed())?;
-        Ok(hash)
-    }
-
-    fn deconstruct_keys(ruby: &Ruby, rb_self: &Self, keys: Value) -> Result<RHash, Error> {
-        deconstruct(ruby, Self::to_h(ruby, rb_self)?, keys)
-    }
-
-    fn inspect(&self) -> String {
-        let last_issued = self.last_issued().map_or_else(|| "nil".to_owned(), |token| token.to_string());
-        let lease = self.0.lease().map_or_else(
-            || "nil".to_owned(),
-            |lease| {
-                format!(
-                    "#<LeaseMachines::Lease owner={} token={} expires_at={:?}>",
-                    lease.owner().value(),
-                    lease.token().value(),
-                    seconds(lease.expires_at())
-                )
-            },
-        );
-        format!("#<LeaseMachines::Checkpoint last_issued={last_issued} lease={lease} observed={:?}>", self.observed())
-    }
 }
 
 /// `LeaseMachines::Cadence`: a holder's TTL, renewal interval and warning margin, in Float seconds.
@@ -226,53 +212,10 @@ impl RbCadence {
     fn warn_before(&self) -> f64 {
         seconds(self.0.warn_before())
     }
-
-    fn eq(&self, other: Value) -> bool {
-        <&Self>::try_convert(other).is_ok_and(|other| other.0 == self.0)
-    }
-
-    fn hash(&self) -> i64 {
-        fixnum_hash(&self.0)
-    }
-
-    fn to_h(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
-        let hash = ruby.hash_new();
-        hash.aset(ruby.to_symbol("ttl"), rb_self.ttl())?;
-        hash.aset(ruby.to_symbol("renew_every"), rb_self.renew_every())?;
-        hash.aset(ruby.to_symbol("warn_before"), rb_self.warn_before())?;
-        Ok(hash)
-    }
-
-    fn deconstruct_keys(ruby: &Ruby, rb_self: &Self, keys: Value) -> Result<RHash, Error> {
-        deconstruct(ruby, Self::to_h(ruby, rb_self)?, keys)
-    }
-
-    fn inspect(&self) -> String {
-        format!(
-            "#<LeaseMachines::Cadence ttl={:?} renew_every={:?} warn_before={:?}>",
-            self.ttl(),
-            self.renew_every(),
-            self.warn_before()
-        )
-    }
-}
-
-macro_rules! value_methods {
-    ($class:expr, $type:ty) => {{
-        let class = $class;
-        class.define_method("==", magnus::method!(<$type>::eq, 1))?;
-        class.define_method("eql?", magnus::method!(<$type>::eq, 1))?;
-        class.define_method("hash", magnus::method!(<$type>::hash, 0))?;
-        class.define_method("to_h", magnus::method!(<$type>::to_h, 0))?;
-        class.define_method("deconstruct_keys", magnus::method!(<$type>::deconstruct_keys, 1))?;
-        class.define_method("inspect", magnus::method!(<$type>::inspect, 0))?;
-        class.define_method("to_s", magnus::method!(<$type>::inspect, 0))?;
-        class
-    }};
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let lease = value_methods!(module.define_class("Lease", ruby.class_object())?, RbLease);
+    let lease = define_value_methods!(module.define_class("Lease", ruby.class_object())?, RbLease);
     lease.define_singleton_method("_new", magnus::function!(RbLease::new, 3))?;
     lease.define_method("owner", magnus::method!(RbLease::owner, 0))?;
     lease.define_method("token", magnus::method!(RbLease::token, 0))?;
@@ -280,16 +223,67 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     lease.define_method("live?", magnus::method!(RbLease::is_live, 1))?;
     lease.define_method("remaining", magnus::method!(RbLease::remaining, 1))?;
 
-    let checkpoint = value_methods!(module.define_class("Checkpoint", ruby.class_object())?, RbCheckpoint);
+    let checkpoint = define_value_methods!(module.define_class("Checkpoint", ruby.class_object())?, RbCheckpoint);
     checkpoint.define_singleton_method("_new", magnus::function!(RbCheckpoint::new, 3))?;
     checkpoint.define_method("last_issued", magnus::method!(RbCheckpoint::last_issued, 0))?;
     checkpoint.define_method("lease", magnus::method!(RbCheckpoint::lease, 0))?;
     checkpoint.define_method("observed", magnus::method!(RbCheckpoint::observed, 0))?;
 
-    let cadence = value_methods!(module.define_class("Cadence", ruby.class_object())?, RbCadence);
+    let cadence = define_value_methods!(module.define_class("Cadence", ruby.class_object())?, RbCadence);
     cadence.define_singleton_method("_new", magnus::function!(RbCadence::new, 3))?;
     cadence.define_method("ttl", magnus::method!(RbCadence::ttl, 0))?;
     cadence.define_method("renew_every", magnus::method!(RbCadence::renew_every, 0))?;
     cadence.define_method("warn_before", magnus::method!(RbCadence::warn_before, 0))?;
     Ok(())
+}
+
+impl FrozenValue for RbLease {
+    type Inner = Lease;
+    const CLASS: &'static str = "LeaseMachines::Lease";
+
+    fn inner(&self) -> &Lease {
+        &self.0
+    }
+
+    fn attributes(&self, ruby: &Ruby) -> Vec<(&'static str, Value)> {
+        vec![
+            ("owner", self.owner().into_value_with(ruby)),
+            ("token", self.token().into_value_with(ruby)),
+            ("expires_at", self.expires_at().into_value_with(ruby)),
+        ]
+    }
+}
+
+impl FrozenValue for RbCheckpoint {
+    type Inner = Checkpoint;
+    const CLASS: &'static str = "LeaseMachines::Checkpoint";
+
+    fn inner(&self) -> &Checkpoint {
+        &self.0
+    }
+
+    fn attributes(&self, ruby: &Ruby) -> Vec<(&'static str, Value)> {
+        vec![
+            ("last_issued", self.last_issued().into_value_with(ruby)),
+            ("lease", Self::lease(ruby, self).into_value_with(ruby)),
+            ("observed", self.observed().into_value_with(ruby)),
+        ]
+    }
+}
+
+impl FrozenValue for RbCadence {
+    type Inner = Cadence;
+    const CLASS: &'static str = "LeaseMachines::Cadence";
+
+    fn inner(&self) -> &Cadence {
+        &self.0
+    }
+
+    fn attributes(&self, ruby: &Ruby) -> Vec<(&'static str, Value)> {
+        vec![
+            ("ttl", self.ttl().into_value_with(ruby)),
+            ("renew_every", self.renew_every().into_value_with(ruby)),
+            ("warn_before", self.warn_before().into_value_with(ruby)),
+        ]
+    }
 }
