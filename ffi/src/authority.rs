@@ -7,7 +7,7 @@ use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, Va
 
 use crate::convert::{owner_arg, seconds, seconds_arg, token_arg};
 use crate::symbols::{self, Status};
-use crate::values::{RbCheckpoint, RbLease};
+use crate::values::{self, RbCheckpoint, RbLease};
 
 /// What a native decision method returns: `[status, lease, reason]`.
 type Tuple = (StaticSymbol, Option<Obj<RbLease>>, Option<StaticSymbol>);
@@ -123,11 +123,10 @@ impl RbAuthority {
 
     fn inspect(ruby: &Ruby, rb_self: &Self) -> Result<String, Error> {
         let state = rb_self.state(ruby)?;
-        let checkpoint = RbCheckpoint::wrap(ruby, state.checkpoint());
         Ok(format!(
             "#<LeaseMachines::Authority clock_policy={} checkpoint={}>",
             symbols::clock_policy(ruby, state.clock_policy()).inspect(),
-            checkpoint.inspect()
+            values::inspect_checkpoint(ruby, state.checkpoint())
         ))
     }
 }

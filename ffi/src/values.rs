@@ -10,6 +10,36 @@ use magnus::{
 
 use crate::convert::{issued_token_arg, optional_token_arg, owner_arg, seconds, seconds_arg};
 
+/// One attribute of a value, as Rust data. Ruby objects are made only at the moment they are handed to Ruby (put
+/// in a Hash, or returned), never kept in Rust memory the GC cannot see.
+pub enum Attribute {
+    Integer(u64),
+    OptionalInteger(Option<u64>),
+    Seconds(f64),
+    Lease(Option<Lease>),
+}
+
+impl Attribute {
+    fn into_value(self, ruby: &Ruby) -> Value {
+        match self {
+            Self::Integer(value) => value.into_value_with(ruby),
+            Self::OptionalInteger(value) => value.into_value_with(ruby),
+            Self::Seconds(value) => value.into_value_with(ruby),
+            Self::Lease(value) => value.map(|lease| RbLease::wrap(ruby, lease)).into_value_with(ruby),
+        }
+    }
+
+    fn inspect(&self, ruby: &Ruby) -> String {
+        match self {
+            Self::Integer(value) => value.to_string(),
+            Self::OptionalInteger(None) | Self::Lease(None) => "nil".to_owned(),
+            Self::OptionalInteger(Some(value)) => value.to_string(),
+            Self::Seconds(value) => ruby.float_from_f64(*value).inspect(),
+            Self::Lease(Some(lease)) => inspect_attributes::<RbLease>(ruby, RbLease::attributes_of(lease)),
+        }
+    }
+}
+
 /// What the three value classes share: a Rust value inside, and named attributes outside. `==`, `eql?`, `hash`,
 /// `to_h`, `deconstruct_keys` and `inspect` are written once, below, in terms of these.
 pub trait FrozenValue: TypedData + Sized {
@@ -20,8 +50,8 @@ pub trait FrozenValue: TypedData + Sized {
 
     fn inner(&self) -> &Self::Inner;
 
-    /// The attributes, in order, as Ruby values.
-    fn attributes(&self, ruby: &Ruby) -> Vec<(&'static str, Value)>;
+    /// The attributes, in order.
+    fn attributes(&self) -> [(&'static str, Attribute); 3];
 }
 
 fn eq<T: FrozenValue>(rb_self: &T, other: Value) -> bool {
@@ -37,8 +67,9 @@ fn hash<T: FrozenValue>(rb_self: &T) -> i64 {
 
 fn to_h<T: FrozenValue>(ruby: &Ruby, rb_self: &T) -> Result<RHash, Error> {
     let hash = ruby.hash_new();
-    for (name, value) in rb_self.attributes(ruby) {
-        hash.aset(ruby.to_symbol(name), value)?;
+    for (name, attribute) in rb_self.attributes() {
+        let key = ruby.to_symbol(name);
+        hash.aset(key, attribute.into_value(ruby))?;
     }
     Ok(hash)
 }
@@ -58,10 +89,14 @@ fn deconstruct_keys<T: FrozenValue>(ruby: &Ruby, rb_self: &T, keys: Value) -> Re
     Ok(wanted)
 }
 
+fn inspect_attributes<T: FrozenValue>(ruby: &Ruby, attributes: [(&'static str, Attribute); 3]) -> String {
+    let shown: Vec<String> =
+        attributes.iter().map(|(name, attribute)| format!("{name}={}", attribute.inspect(ruby))).collect();
+    format!("#<{} {}>", T::CLASS, shown.join(" "))
+}
+
 fn inspect<T: FrozenValue>(ruby: &Ruby, rb_self: &T) -> String {
-    let attributes: Vec<String> =
-        rb_self.attributes(ruby).into_iter().map(|(name, value)| format!("{name}={}", value.inspect())).collect();
-    format!("#<{} {}>", T::CLASS, attributes.join(" "))
+    inspect_attributes::<T>(ruby, rb_self.attributes())
 }
 
 /// Defines the shared methods of a value class (a macro: `method!` needs a concrete function).
@@ -237,6 +272,16 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     Ok(())
 }
 
+impl RbLease {
+    fn attributes_of(lease: &Lease) -> [(&'static str, Attribute); 3] {
+        [
+            ("owner", Attribute::Integer(lease.owner().value())),
+            ("token", Attribute::Integer(lease.token().value())),
+            ("expires_at", Attribute::Seconds(seconds(lease.expires_at()))),
+        ]
+    }
+}
+
 impl FrozenValue for RbLease {
     type Inner = Lease;
     const CLASS: &'static str = "LeaseMachines::Lease";
@@ -245,12 +290,8 @@ impl FrozenValue for RbLease {
         &self.0
     }
 
-    fn attributes(&self, ruby: &Ruby) -> Vec<(&'static str, Value)> {
-        vec![
-            ("owner", self.owner().into_value_with(ruby)),
-            ("token", self.token().into_value_with(ruby)),
-            ("expires_at", self.expires_at().into_value_with(ruby)),
-        ]
+    fn attributes(&self) -> [(&'static str, Attribute); 3] {
+        Self::attributes_of(&self.0)
     }
 }
 
@@ -262,11 +303,11 @@ impl FrozenValue for RbCheckpoint {
         &self.0
     }
 
-    fn attributes(&self, ruby: &Ruby) -> Vec<(&'static str, Value)> {
-        vec![
-            ("last_issued", self.last_issued().into_value_with(ruby)),
-            ("lease", Self::lease(ruby, self).into_value_with(ruby)),
-            ("observed", self.observed().into_value_with(ruby)),
+    fn attributes(&self) -> [(&'static str, Attribute); 3] {
+        [
+            ("last_issued", Attribute::OptionalInteger(self.last_issued())),
+            ("lease", Attribute::Lease(self.0.lease())),
+            ("observed", Attribute::Seconds(self.observed())),
         ]
     }
 }
@@ -279,11 +320,16 @@ impl FrozenValue for RbCadence {
         &self.0
     }
 
-    fn attributes(&self, ruby: &Ruby) -> Vec<(&'static str, Value)> {
-        vec![
-            ("ttl", self.ttl().into_value_with(ruby)),
-            ("renew_every", self.renew_every().into_value_with(ruby)),
-            ("warn_before", self.warn_before().into_value_with(ruby)),
+    fn attributes(&self) -> [(&'static str, Attribute); 3] {
+        [
+            ("ttl", Attribute::Seconds(self.ttl())),
+            ("renew_every", Attribute::Seconds(self.renew_every())),
+            ("warn_before", Attribute::Seconds(self.warn_before())),
         ]
     }
+}
+
+/// `inspect` of a checkpoint, for the authority's own `inspect`.
+pub fn inspect_checkpoint(ruby: &Ruby, checkpoint: Checkpoint) -> String {
+    inspect::<RbCheckpoint>(ruby, &RbCheckpoint(checkpoint))
 }
