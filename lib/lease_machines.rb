@@ -5,6 +5,10 @@ require_relative "lease_machines/version"
 # Time-limited ownership with fencing tokens. See README.md for the story and the rules; every decision comes from
 # the `lease-machines` Rust crate through the native extension loaded below.
 module LeaseMachines
+  # The base of every exception the gem defines. Input faults raise Ruby's own TypeError, RangeError, ArgumentError
+  # and FrozenError instead; rejections never raise.
+  class Error < StandardError; end
+
   # The answer to every Authority request.
   #
   # - +status+: +:granted+, +:renewed+, +:released+ or +:rejected+.

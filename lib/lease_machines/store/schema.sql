@@ -1,0 +1,23 @@
+-- Schema of LeaseMachines::Store (format 1). The store creates it on first use; apply it yourself when you manage
+-- the schema with migrations. Tokens and owners are SQLite INTEGERs (signed 64-bit): tokens above 2**63-1 are refused,
+-- owners above it are stored as their two's-complement value. Times are Float seconds (REAL), exactly the Floats the
+-- gem returns.
+
+-- One row per resource: the authority's checkpoint.
+CREATE TABLE IF NOT EXISTS lease_machines_leases (
+  resource    TEXT    PRIMARY KEY,
+  owner       INTEGER,                      -- NULL when vacant
+  token       INTEGER,                      -- NULL when vacant
+  expires_at  REAL,                         -- NULL when vacant
+  last_issued INTEGER,                      -- the token high-water; kept after release; NULL before any grant
+  observed    REAL    NOT NULL DEFAULT 0.0, -- the clock watermark
+  revision    INTEGER NOT NULL DEFAULT 0,   -- rises with every accepted change
+  CHECK ((owner IS NULL) = (token IS NULL) AND (token IS NULL) = (expires_at IS NULL)),
+  CHECK (token IS NULL OR (last_issued IS NOT NULL AND token BETWEEN 1 AND last_issued))
+) STRICT;
+
+-- One row per protected resource: the highest token its writes have carried.
+CREATE TABLE IF NOT EXISTS lease_machines_fences (
+  resource TEXT    PRIMARY KEY,
+  highest  INTEGER NOT NULL CHECK (highest >= 1)
+) STRICT;

@@ -1,0 +1,183 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "tmpdir"
+require "lease_machines/store"
+
+# The SQLite store: every decision, durably, and every error path with nothing half-applied.
+class StoreTest < Minitest::Test
+  R = "nightly-report"
+
+  def setup
+    @dir = Dir.mktmpdir("lease-store")
+    @path = File.join(@dir, "leases.sqlite3")
+    @store = LeaseMachines::Store.new(@path)
+  end
+
+  def teardown
+    @store&.close
+    FileUtils.chmod_R("u+w", @dir)
+    FileUtils.remove_entry(@dir)
+  end
+
+  def reopen = LeaseMachines::Store.new(@path)
+
+  def test_acquire_commits_the_grant
+    decision = @store.acquire(resource: R, owner: 7, ttl: 30.0, now: 100.0)
+    assert_equal [:granted, 1, 130.0], [decision.status, decision.lease.token, decision.lease.expires_at]
+    other = reopen
+    assert_equal LeaseMachines::Checkpoint.new(last_issued: 1, lease: decision.lease, observed: 100.0),
+                 other.checkpoint(resource: R)
+    assert_equal 1, other.revision(resource: R)
+    other.close
+  end
+
+  def test_every_decision_is_durable_and_revisions_rise_on_accepted_changes
+    assert_equal :granted, @store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0).status
+    assert_equal :occupied, @store.acquire(resource: R, owner: 12, ttl: 30.0, now: 1.0).reason
+    assert_equal 1, @store.revision(resource: R), "a refusal is no change"
+    assert_equal 40.0, @store.renew(resource: R, owner: 7, token: 1, ttl: 30.0, now: 10.0).lease.expires_at
+    assert_equal 2, granted(@store.reacquire(resource: R, owner: 7, ttl: 30.0, now: 11.0)).token
+    assert_equal :stale_token, @store.release(resource: R, owner: 7, token: 1, now: 12.0).reason
+    assert_equal :released, @store.release(resource: R, owner: 7, token: 2, now: 12.0).status
+    assert_equal 4, @store.revision(resource: R)
+    assert_equal 12.0, @store.checkpoint(resource: R).observed
+  end
+
+  def test_resources_are_independent
+    assert_equal 1, granted(@store.acquire(resource: "a", owner: 1, ttl: 5.0, now: 0.0)).token
+    assert_equal 1, granted(@store.acquire(resource: "b", owner: 2, ttl: 5.0, now: 0.0)).token
+  end
+
+  def test_transfer_hands_the_lease_over_with_a_greater_token
+    @store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
+    lease = granted(@store.transfer(resource: R, owner: 7, token: 1, to: 12, ttl: 30.0, now: 5.0))
+    assert_equal [12, 2, 35.0], [lease.owner, lease.token, lease.expires_at]
+    assert_equal :stale_token, @store.renew(resource: R, owner: 7, token: 1, ttl: 30.0, now: 6.0).reason
+  end
+
+  def test_a_refused_transfer_changes_nothing
+    @store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
+    before = @store.checkpoint(resource: R)
+    assert_equal :invalid_ttl, @store.transfer(resource: R, owner: 7, token: 1, to: 12, ttl: 0.0, now: 5.0).reason
+    after = @store.checkpoint(resource: R)
+    assert_equal [before.last_issued, before.lease, 5.0], [after.last_issued, after.lease, after.observed]
+  end
+
+  def test_a_restart_loses_nothing_and_tokens_keep_rising
+    @store.acquire(resource: R, owner: 7, ttl: 1.0, now: 0.0)
+    @store.close
+    @store = reopen
+    assert_equal 2, granted(@store.acquire(resource: R, owner: 12, ttl: 1.0, now: 1.0)).token
+  end
+
+  def test_the_default_clock_is_the_wall_clock_with_clamp
+    before = Process.clock_gettime(Process::CLOCK_REALTIME)
+    lease = granted(@store.acquire(resource: R, owner: 7, ttl: 30.0))
+    assert_in_delta before + 30.0, lease.expires_at, 5.0
+    # A clock that steps back is evaluated at the latest instant recorded: the lease is not shortened.
+    stepped_back = LeaseMachines::Store.new(@path, clock: -> { before - 3600.0 })
+    assert_equal :occupied, stepped_back.acquire(resource: R, owner: 12, ttl: 30.0).reason
+    renewed = stepped_back.renew(resource: R, owner: 7, token: 1, ttl: 1.0)
+    assert_equal lease.expires_at, renewed.lease.expires_at
+    stepped_back.close
+  end
+
+  def test_fenced_runs_the_block_and_raises_the_mark_in_one_transaction
+    @store.database.execute("CREATE TABLE report (token INTEGER)")
+    assert_equal :ok, @store.fenced(resource: R, token: 2) { |db| db.execute("INSERT INTO report VALUES (2)") && :ok }
+    assert_equal 2, @store.fence_highest(resource: R)
+    @store.fenced(resource: R, token: 2) { |db| db.execute("INSERT INTO report VALUES (2)") }
+    error = assert_raises(LeaseMachines::Fenced) do
+      @store.fenced(resource: R, token: 1) { flunk "the block must not run for a stale token" }
+    end
+    assert_equal [R, 1, 2], [error.resource, error.token, error.highest]
+    assert_equal "nightly-report: token 1 is older than the newest seen (2); the write was refused", error.message
+    assert_equal [[2], [2]], @store.database.execute("SELECT token FROM report")
+  end
+
+  def test_an_exception_in_the_block_rolls_back_the_write_and_the_mark
+    @store.database.execute("CREATE TABLE report (token INTEGER)")
+    assert_raises(RuntimeError) do
+      @store.fenced(resource: R, token: 5) do |db|
+        db.execute("INSERT INTO report VALUES (5)")
+        raise "disk full, say"
+      end
+    end
+    assert_nil @store.fence_highest(resource: R)
+    assert_empty @store.database.execute("SELECT token FROM report")
+  end
+
+  def test_a_read_only_database_raises_store_error_and_grants_nothing
+    @store.acquire(resource: R, owner: 7, ttl: 1.0, now: 0.0)
+    @store.close
+    @store = nil
+    FileUtils.chmod("a-w", Dir[File.join(@dir, "*")] + [@dir])
+    skip "running as root: file permissions do not stop writes" if Process.uid.zero? && File.writable?(@path)
+    error = assert_raises(LeaseMachines::StoreError) do
+      store = reopen
+      store.acquire(resource: R, owner: 12, ttl: 1.0, now: 5.0)
+    end
+    assert_match(/lease store/, error.message)
+  end
+
+  def test_a_read_only_connection_raises_store_error_and_grants_nothing
+    @store.acquire(resource: R, owner: 7, ttl: 1.0, now: 0.0)
+    read_only = LeaseMachines::Store.new(SQLite3::Database.new(@path, readonly: true))
+    error = assert_raises(LeaseMachines::StoreError) { read_only.acquire(resource: R, owner: 12, ttl: 1.0, now: 5.0) }
+    assert_match(/readonly/, error.message)
+    assert_kind_of SQLite3::Exception, error.cause
+    assert_equal 1, @store.checkpoint(resource: R).last_issued, "nothing was written"
+    assert_equal 1, read_only.checkpoint(resource: R).last_issued, "reads still work"
+    read_only.close
+  end
+
+  def test_a_store_over_the_applications_own_connection
+    db = SQLite3::Database.new(@path)
+    store = LeaseMachines::Store.new(db)
+    assert_same db, store.database
+    assert_equal @path, store.path
+    db.close
+  end
+
+  def test_a_locked_database_past_the_busy_timeout_raises_store_error
+    holder = SQLite3::Database.new(@path)
+    holder.execute("BEGIN IMMEDIATE")
+    impatient = LeaseMachines::Store.new(@path, busy_timeout: 0.2)
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    error = assert_raises(LeaseMachines::StoreError) { impatient.acquire(resource: R, owner: 1, ttl: 1.0, now: 0.0) }
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 0.15
+    assert_match(/locked|busy/i, error.message)
+    holder.execute("ROLLBACK")
+    assert_equal 1, granted(impatient.acquire(resource: R, owner: 1, ttl: 1.0, now: 0.0)).token, "nothing was left over"
+    impatient.close
+    holder.close
+  end
+
+  def test_a_corrupt_row_raises_store_error_and_changes_nothing
+    @store.acquire(resource: R, owner: 7, ttl: 1.0, now: 0.0)
+    # Bypass the table's checks the way a hand edit or a foreign writer might: a lease above its high-water.
+    @store.database.execute("PRAGMA ignore_check_constraints = ON")
+    @store.database.execute("UPDATE lease_machines_leases SET last_issued = 0 WHERE resource = ?", [R])
+    error = assert_raises(LeaseMachines::StoreError) { @store.acquire(resource: R, owner: 12, ttl: 1.0, now: 5.0) }
+    assert_match(/corrupt lease row for "nightly-report"/, error.message)
+    assert_equal [[0]], @store.database.execute("SELECT last_issued FROM lease_machines_leases")
+  end
+
+  def test_an_unopenable_path_raises_store_error
+    error = assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(File.join(@dir, "missing", "x.db")) }
+    assert_match(/cannot open the lease store/, error.message)
+  end
+
+  def test_the_schema_file_is_what_the_store_applies
+    tables = @store.database.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").flatten
+    assert_equal %w[lease_machines_fences lease_machines_leases], tables
+    assert_includes LeaseMachines::Store::SCHEMA, "CREATE TABLE IF NOT EXISTS lease_machines_leases"
+  end
+
+  def test_owners_above_2_63_round_trip
+    lease = granted(@store.acquire(resource: R, owner: 2**64 - 1, ttl: 1.0, now: 0.0))
+    assert_equal 2**64 - 1, @store.checkpoint(resource: R).lease.owner
+    assert_equal lease, @store.checkpoint(resource: R).lease
+  end
+end
