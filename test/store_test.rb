@@ -175,6 +175,11 @@ class StoreTest < Minitest::Test
     assert_includes LeaseMachines::Store::SCHEMA, "CREATE TABLE IF NOT EXISTS lease_machines_leases"
   end
 
+  def test_the_readme_shows_the_schema_as_it_is
+    readme = File.read(File.expand_path("../README.md", __dir__))
+    assert_equal LeaseMachines::Store::SCHEMA.strip, readme[/^```sql\n(.*?)^```$/m, 1].strip
+  end
+
   def test_owners_above_2_63_round_trip
     lease = granted(@store.acquire(resource: R, owner: 2**64 - 1, ttl: 1.0, now: 0.0))
     assert_equal 2**64 - 1, @store.checkpoint(resource: R).lease.owner

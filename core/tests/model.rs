@@ -2,7 +2,7 @@
 //! sequences of requests, with the safety invariants checked after every step.
 //!
 //! Scale with the environment: `PROPTEST_CASES` (proptest's own, default 256) sequences per test, each of up to
-//! `LEASE_MACHINES_MODEL_STEPS` (default 64) steps. CI runs `PROPTEST_CASES=2000`, over 100,000 steps per test.
+//! `LEASE_MACHINES_MODEL_STEPS` (default 64) steps. CI runs `PROPTEST_CASES=4000`: over 100,000 steps per test.
 
 use core::time::Duration;
 
