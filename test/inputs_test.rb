@@ -23,7 +23,7 @@ class InputsTest < Minitest::Test
     Float::NAN => ArgumentError,
     Float::INFINITY => ArgumentError,
     -Float::INFINITY => ArgumentError,
-    2**64 => ArgumentError,
+    2**65 => ArgumentError,
     1e300 => ArgumentError,
     HUGE => ArgumentError,
     nil => TypeError,
@@ -69,7 +69,7 @@ class InputsTest < Minitest::Test
 
   def test_time_messages_say_what_is_accepted
     error = assert_raises(ArgumentError) { @authority.acquire(owner: 2, now: -1.0, ttl: 1.0) }
-    assert_equal "now must be finite, non-negative seconds below 2**64, got -1.0", error.message
+    assert_equal "now must be finite, non-negative seconds up to 2**64, got -1.0", error.message
     error = assert_raises(TypeError) { @authority.acquire(owner: 2, now: 1.0, ttl: "5") }
     assert_equal 'ttl must be seconds as a Float or an Integer, got String "5"', error.message
   end
@@ -135,6 +135,37 @@ class InputsTest < Minitest::Test
     assert_raises(RangeError) { holder.confirm(token: -1, at: 1.0) }
     assert_raises(TypeError) { holder.renewal_due?(now: nil) }
     assert_equal :confirmed, holder.state
+  end
+
+  def test_arguments_that_must_be_gem_objects_say_so
+    error = assert_raises(TypeError) { LeaseMachines::Authority.restore(Object.new) }
+    assert_match(/\Acheckpoint must be a LeaseMachines::Checkpoint, got #<Object/, error.message)
+    error = assert_raises(TypeError) { LeaseMachines::Holder.new(token: 1, at: 0.0, cadence: 5) }
+    assert_equal "cadence must be a LeaseMachines::Cadence, got 5", error.message
+  end
+
+  def test_messages_name_the_real_class_of_an_object_with_singleton_methods
+    odd = Object.new
+    def odd.to_int = 1
+    error = assert_raises(TypeError) { @authority.acquire(owner: odd, now: 2.0, ttl: 1.0) }
+    assert_match(/\Aowner must be an Integer in 0..2\*\*64-1, got Object #<Object/, error.message)
+  end
+
+  def test_a_symbol_that_is_not_utf8_is_an_unknown_clock_policy
+    error = assert_raises(ArgumentError) { LeaseMachines::Authority.new(clock_policy: "\xff".b.to_sym) }
+    assert_match(/\Aunknown clock_policy/, error.message)
+  end
+
+  def test_no_class_can_be_allocated_uninitialised
+    [LeaseMachines::Authority, LeaseMachines::Fence, LeaseMachines::Holder, LeaseMachines::Lease,
+     LeaseMachines::Checkpoint, LeaseMachines::Cadence].each do |klass|
+      assert_raises(TypeError, klass.name) { klass.allocate }
+    end
+  end
+
+  def test_a_gigantic_integer_is_described_not_printed
+    error = assert_raises(RangeError) { @authority.acquire(owner: 2**(2**20), now: 2.0, ttl: 1.0) }
+    assert_equal "owner must be in 0..2**64-1, got an Integer of 1048577 bits", error.message
   end
 
   def test_a_huge_value_is_shown_shortened

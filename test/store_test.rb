@@ -186,3 +186,89 @@ class StoreTest < Minitest::Test
     assert_equal lease, @store.checkpoint(resource: R).lease
   end
 end
+
+# What leaves a fenced block or a decision other than a normal return rolls everything back, and the store stays
+# usable afterwards.
+class StoreTransactionTest < Minitest::Test
+  R = "nightly-report"
+
+  def setup
+    @dir = Dir.mktmpdir("lease-store")
+    @store = LeaseMachines::Store.new(File.join(@dir, "leases.sqlite3"))
+    @store.database.execute("CREATE TABLE report (token INTEGER UNIQUE)")
+  end
+
+  def teardown
+    @store.close
+    FileUtils.remove_entry(@dir)
+  end
+
+  def rows = @store.database.execute("SELECT token FROM report").flatten
+
+  def assert_nothing_written_and_usable
+    assert_empty rows
+    assert_nil @store.fence_highest(resource: R)
+    refute_predicate @store.database, :transaction_active?
+    assert_equal 1, @store.acquire(resource: R, owner: 1, ttl: 1.0, now: 0.0).lease.token, "the store still works"
+  end
+
+  def test_a_throw_out_of_the_block_rolls_back
+    catch(:out) do
+      @store.fenced(resource: R, token: 5) do |db|
+        db.execute("INSERT INTO report VALUES (5)")
+        throw :out
+      end
+    end
+    assert_nothing_written_and_usable
+  end
+
+  def test_a_non_standard_error_out_of_the_block_rolls_back
+    interrupt = Class.new(Exception) # rubocop:disable Lint/InheritException
+    assert_raises(interrupt) do
+      @store.fenced(resource: R, token: 5) do |db|
+        db.execute("INSERT INTO report VALUES (5)")
+        raise interrupt
+      end
+    end
+    assert_nothing_written_and_usable
+  end
+
+  def test_the_blocks_own_sqlite_errors_go_on_unchanged
+    error = assert_raises(SQLite3::ConstraintException) do
+      @store.fenced(resource: R, token: 5) do |db|
+        db.execute("INSERT INTO report VALUES (5)")
+        db.execute("INSERT INTO report VALUES (5)")
+      end
+    end
+    assert_match(/UNIQUE/, error.message)
+    assert_nothing_written_and_usable
+  end
+
+  def test_a_failed_commit_rolls_back_and_leaves_the_store_usable
+    @store.database.execute("PRAGMA foreign_keys = ON")
+    @store.database.execute("CREATE TABLE lines (report INTEGER REFERENCES report (token) DEFERRABLE INITIALLY DEFERRED)")
+    error = assert_raises(LeaseMachines::StoreError) do
+      @store.fenced(resource: R, token: 5) { |db| db.execute("INSERT INTO lines VALUES (99)") }
+    end
+    assert_match(/FOREIGN KEY/, error.message)
+    assert_empty @store.database.execute("SELECT * FROM lines")
+    assert_nothing_written_and_usable
+  end
+
+  def test_a_token_never_issued_for_the_resource_is_refused
+    @store.acquire(resource: R, owner: 1, ttl: 1.0, now: 0.0)
+    error = assert_raises(ArgumentError) { @store.fenced(resource: R, token: 2**40) { flunk "must not run" } }
+    assert_equal "nightly-report: token 1099511627776 was never issued (the last one was 1)", error.message
+    assert_nil @store.fence_highest(resource: R), "the fence mark did not move"
+  end
+
+  def test_token_zero_is_refused_with_a_clear_message
+    error = assert_raises(LeaseMachines::Fenced) { @store.fenced(resource: R, token: 0) { flunk "must not run" } }
+    assert_equal "nightly-report: token 0 is never issued; the write was refused", error.message
+  end
+
+  def test_a_bad_clock_policy_is_refused_at_once
+    ill_typed!
+    assert_raises(ArgumentError) { LeaseMachines::Store.new(@store.path, clock_policy: :sometimes) }
+  end
+end

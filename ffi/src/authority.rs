@@ -2,10 +2,10 @@
 
 use std::cell::RefCell;
 
-use lease_machines::{Decision, FencingToken, LeaseAuthority};
-use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, Value};
+use lease_machines::{Checkpoint, Decision, FencingToken, Lease, LeaseAuthority};
+use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, TryConvert, Value};
 
-use crate::convert::{owner_arg, seconds, seconds_arg, token_arg};
+use crate::convert::{on_grid, owner_arg, seconds, seconds_arg, shown, token_arg};
 use crate::symbols::{self, Status};
 use crate::values::{self, RbCheckpoint, RbLease};
 
@@ -21,7 +21,13 @@ impl RbAuthority {
         Ok(Self(RefCell::new(LeaseAuthority::new().with_clock_policy(policy))))
     }
 
-    fn restore(ruby: &Ruby, checkpoint: &RbCheckpoint, clock_policy: Value) -> Result<Self, Error> {
+    fn restore(ruby: &Ruby, checkpoint: Value, clock_policy: Value) -> Result<Self, Error> {
+        let checkpoint = <&RbCheckpoint>::try_convert(checkpoint).map_err(|_| {
+            Error::new(
+                ruby.exception_type_error(),
+                format!("checkpoint must be a LeaseMachines::Checkpoint, got {}", shown(checkpoint)),
+            )
+        })?;
         let policy = symbols::clock_policy_arg(ruby, clock_policy)?;
         Ok(Self(RefCell::new(LeaseAuthority::restore(checkpoint.0).with_clock_policy(policy))))
     }
@@ -42,7 +48,12 @@ impl RbAuthority {
     ) -> Result<Tuple, Error> {
         rb_self.check_frozen()?;
         let mut next = rb_self.state(ruby)?;
-        let tuple = match decide(&mut next) {
+        let decision = match decide(&mut next) {
+            Decision::Granted(lease) => Decision::Granted(deadline_on_grid(&mut next, lease)),
+            Decision::Renewed(lease) => Decision::Renewed(deadline_on_grid(&mut next, lease)),
+            other => other,
+        };
+        let tuple = match decision {
             Decision::Granted(lease) => {
                 (symbols::status(ruby, Status::Granted), Some(RbLease::wrap(ruby, lease)), None)
             }
@@ -131,6 +142,17 @@ impl RbAuthority {
     }
 }
 
+/// Moves a granted or renewed lease's expiry up to the next instant a Float stands for exactly (see
+/// `convert::on_grid`), in the authority too: the `expires_at` Ruby sees is then exactly the engine's deadline,
+/// and a lease is never shortened by the conversion.
+fn deadline_on_grid(authority: &mut LeaseAuthority, lease: Lease) -> Lease {
+    let lease = Lease::new(lease.owner(), lease.token(), on_grid(lease.expires_at()));
+    if let Some(checkpoint) = Checkpoint::from_parts(authority.last_issued(), Some(lease), authority.observed()) {
+        *authority = LeaseAuthority::restore(checkpoint).with_clock_policy(authority.clock_policy());
+    }
+    lease
+}
+
 /// A token that is never the current lease's: what a presented token 0 (which no authority issues) stands for, so
 /// the request still goes through the clock and TTL checks and is refused as `:not_held` or `:stale_token`.
 fn never_current(authority: &LeaseAuthority) -> FencingToken {
@@ -142,6 +164,7 @@ fn never_current(authority: &LeaseAuthority) -> FencingToken {
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("Authority", ruby.class_object())?;
+    class.undef_default_alloc_func();
     class.define_singleton_method("_new", magnus::function!(RbAuthority::new, 1))?;
     class.define_singleton_method("_restore", magnus::function!(RbAuthority::restore, 2))?;
     class.define_method("_acquire", magnus::method!(RbAuthority::acquire, 3))?;

@@ -2,11 +2,20 @@
 //!
 //! - Owners and tokens are Integers in `0..2**64-1`: a Float is a `TypeError`, an Integer out of range a
 //!   `RangeError`, anything else a `TypeError`.
-//! - Times and TTLs are seconds as a Float (an Integer is accepted): a negative, NaN, infinite or unrepresentably
-//!   large value (beyond `2**64` seconds) is an `ArgumentError`, anything that is not a Float or an Integer a
-//!   `TypeError`.
+//! - Times and TTLs are seconds as a Float (an Integer is accepted and converted to Float): a negative, NaN,
+//!   infinite or too large value (above `2**64` seconds) is an `ArgumentError`, anything that is not a Float or an
+//!   Integer a `TypeError`.
 //!
 //! Every message names the argument and shows the value it got.
+//!
+//! # Floats and nanoseconds
+//!
+//! The core counts time in nanoseconds (`Duration`); Ruby sees Floats. A Float input becomes the nearest
+//! nanosecond, and every instant the extension hands back converts to the Float it came from, so values round-trip.
+//! The exception is a deadline the engine computes (`now + ttl`), which need not be a Float's nanosecond: the
+//! extension moves it up to the next one ([`on_grid`]), so that the Float a caller sees is never earlier than the
+//! instant the engine uses (at Unix-epoch scale, by less than a microsecond). `2**64` seconds, the Float nearest
+//! `Duration::MAX`, stands for `Duration::MAX`.
 
 use core::time::Duration;
 
@@ -14,7 +23,15 @@ use lease_machines::{FencingToken, OwnerId};
 use magnus::{value::ReprValue, Error, Float, Integer, Ruby, Value};
 
 /// `inspect` of a value for an error message, bounded so a huge Bignum or String cannot flood it.
-fn shown(value: Value) -> String {
+pub fn shown(value: Value) -> String {
+    if let Some(integer) = Integer::from_value(value) {
+        // A huge Bignum's decimal form is slow to build: describe it by its size instead.
+        if let Ok(bits) = integer.funcall::<_, _, u64>("bit_length", ()) {
+            if bits > 1024 {
+                return format!("an Integer of {bits} bits");
+            }
+        }
+    }
     let text = value.inspect();
     if text.chars().count() > 64 {
         let head: String = text.chars().take(61).collect();
@@ -25,7 +42,8 @@ fn shown(value: Value) -> String {
 }
 
 fn class_name(value: Value) -> String {
-    value.class().inspect()
+    // SAFETY: the name is copied into an owned String before any other Ruby call.
+    unsafe { value.classname() }.into_owned()
 }
 
 fn type_error(ruby: &Ruby, name: &str, expected: &str, value: Value) -> Error {
@@ -71,28 +89,55 @@ pub fn optional_token_arg(ruby: &Ruby, name: &str, value: Value) -> Result<Optio
     }
 }
 
-/// Seconds as a Float or an Integer, finite, non-negative and below `2**64`.
+/// `2**64`, the Float nearest `Duration::MAX` (`2**64 - 1` seconds and 999,999,999 nanoseconds).
+const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
+
+/// The `Duration` a Float number of seconds stands for: the nearest nanosecond, `Duration::MAX` for `2**64`, and
+/// `None` for NaN, negative or larger values.
+fn duration_of(seconds: f64) -> Option<Duration> {
+    if !(0.0..=TWO_POW_64).contains(&seconds) {
+        None
+    } else if seconds == TWO_POW_64 {
+        Some(Duration::MAX)
+    } else {
+        Duration::try_from_secs_f64(seconds).ok()
+    }
+}
+
+/// The earliest instant at or after `instant` that a Float stands for exactly: where a computed deadline moves to,
+/// so that the Float the caller sees is never earlier than the deadline the engine keeps.
+pub fn on_grid(instant: Duration) -> Duration {
+    let nearest = instant.as_secs_f64();
+    match duration_of(nearest) {
+        Some(exact) if exact >= instant => exact,
+        _ => duration_of(nearest.next_up()).unwrap_or(Duration::MAX),
+    }
+}
+
+/// Seconds as a Float or an Integer: finite, non-negative, at most `2**64`.
 pub fn seconds_arg(ruby: &Ruby, name: &str, value: Value) -> Result<Duration, Error> {
     let invalid = || {
         Error::new(
             ruby.exception_arg_error(),
-            format!("{name} must be finite, non-negative seconds below 2**64, got {}", shown(value)),
+            format!("{name} must be finite, non-negative seconds up to 2**64, got {}", shown(value)),
         )
     };
     if let Some(float) = Float::from_value(value) {
-        let seconds = float.to_f64();
-        if seconds.is_nan() || seconds < 0.0 {
-            return Err(invalid());
-        }
-        return Duration::try_from_secs_f64(seconds).map_err(|_| invalid());
+        return duration_of(float.to_f64()).ok_or_else(invalid);
     }
     if let Some(integer) = Integer::from_value(value) {
-        return integer.to_u64().map(Duration::from_secs).map_err(|_| invalid());
+        // Integers are converted to Float first, like every time the gem accepts.
+        return integer.to_u64().ok().and_then(|whole| duration_of(whole as f64)).ok_or_else(invalid);
     }
     Err(type_error(ruby, name, "seconds as a Float or an Integer", value))
 }
 
-/// Seconds as the Float the gem returns.
+/// An instant or a length of time as the Float the gem returns. Exact for every instant the extension keeps.
 pub fn seconds(duration: Duration) -> f64 {
     duration.as_secs_f64()
+}
+
+/// A computed deadline as a Float, rounded up (see [`on_grid`]).
+pub fn deadline(duration: Duration) -> f64 {
+    seconds(on_grid(duration))
 }

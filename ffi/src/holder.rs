@@ -3,9 +3,9 @@
 use std::cell::Cell;
 
 use lease_machines::Holder;
-use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, Value};
+use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, TryConvert, Value};
 
-use crate::convert::{issued_token_arg, seconds, seconds_arg, token_arg};
+use crate::convert::{deadline, issued_token_arg, seconds, seconds_arg, shown, token_arg};
 use crate::symbols;
 use crate::values::RbCadence;
 
@@ -13,9 +13,15 @@ use crate::values::RbCadence;
 pub struct RbHolder(Cell<Holder>);
 
 impl RbHolder {
-    fn new(ruby: &Ruby, token: Value, at: Value, cadence: &RbCadence) -> Result<Self, Error> {
+    fn new(ruby: &Ruby, token: Value, at: Value, cadence: Value) -> Result<Self, Error> {
         let token = issued_token_arg(ruby, "token", token)?;
         let at = seconds_arg(ruby, "at", at)?;
+        let cadence = <&RbCadence>::try_convert(cadence).map_err(|_| {
+            Error::new(
+                ruby.exception_type_error(),
+                format!("cadence must be a LeaseMachines::Cadence, got {}", shown(cadence)),
+            )
+        })?;
         Ok(Self(Cell::new(Holder::new(token, at, cadence.0))))
     }
 
@@ -82,11 +88,11 @@ impl RbHolder {
     }
 
     fn warning_deadline(&self) -> Option<f64> {
-        self.0.get().warning_deadline().map(seconds)
+        self.0.get().warning_deadline().map(deadline)
     }
 
     fn next_renewal(&self) -> Option<f64> {
-        self.0.get().next_renewal().map(seconds)
+        self.0.get().next_renewal().map(deadline)
     }
 
     fn inspect(ruby: &Ruby, rb_self: &Self) -> String {
@@ -102,6 +108,7 @@ impl RbHolder {
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("Holder", ruby.class_object())?;
+    class.undef_default_alloc_func();
     class.define_singleton_method("_new", magnus::function!(RbHolder::new, 3))?;
     class.define_method("_refresh", magnus::method!(RbHolder::refresh, 1))?;
     class.define_method("_confirm", magnus::method!(RbHolder::confirm, 2))?;

@@ -1,7 +1,9 @@
 //! The gem's Symbols and the core's enums, one `match` per direction.
 
 use lease_machines::{ClockPolicy, HolderState, Rejection};
-use magnus::{value::LazyId, value::ReprValue, Error, Ruby, StaticSymbol, Symbol, TryConvert, Value};
+use magnus::{value::LazyId, Error, Ruby, StaticSymbol, Symbol, TryConvert, Value};
+
+use crate::convert::shown;
 
 macro_rules! ids {
     ($($name:ident = $text:expr;)*) => {
@@ -106,15 +108,16 @@ pub fn clock_policy_arg(ruby: &Ruby, value: Value) -> Result<ClockPolicy, Error>
     let Ok(given) = Symbol::try_convert(value) else {
         return Err(Error::new(
             ruby.exception_type_error(),
-            format!("clock_policy must be a Symbol (:reject or :clamp), got {}", value.inspect()),
+            format!("clock_policy must be a Symbol (:reject or :clamp), got {}", shown(value)),
         ));
     };
-    match given.name()?.as_ref() {
-        "reject" => Ok(ClockPolicy::Reject),
-        "clamp" => Ok(ClockPolicy::Clamp),
+    // A Symbol whose name is not valid UTF-8 is simply not one of ours.
+    match given.name().as_deref() {
+        Ok("reject") => Ok(ClockPolicy::Reject),
+        Ok("clamp") => Ok(ClockPolicy::Clamp),
         _ => Err(Error::new(
             ruby.exception_arg_error(),
-            format!("unknown clock_policy {} (valid: :reject, :clamp)", value.inspect()),
+            format!("unknown clock_policy {} (valid: :reject, :clamp)", shown(value)),
         )),
     }
 }

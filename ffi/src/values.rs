@@ -8,7 +8,7 @@ use magnus::{
     TypedData, Value,
 };
 
-use crate::convert::{issued_token_arg, optional_token_arg, owner_arg, seconds, seconds_arg};
+use crate::convert::{issued_token_arg, optional_token_arg, owner_arg, seconds, seconds_arg, shown};
 
 /// One attribute of a value, as Rust data. Ruby objects are made only at the moment they are handed to Ruby (put
 /// in a Hash, or returned), never kept in Rust memory the GC cannot see.
@@ -175,7 +175,7 @@ impl RbCheckpoint {
                     .map_err(|_| {
                         Error::new(
                             ruby.exception_type_error(),
-                            format!("lease must be a LeaseMachines::Lease or nil, got {}", lease.inspect()),
+                            format!("lease must be a LeaseMachines::Lease or nil, got {}", shown(lease)),
                         )
                     })?
                     .0,
@@ -251,6 +251,7 @@ impl RbCadence {
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let lease = define_value_methods!(module.define_class("Lease", ruby.class_object())?, RbLease);
+    lease.undef_default_alloc_func();
     lease.define_singleton_method("_new", magnus::function!(RbLease::new, 3))?;
     lease.define_method("owner", magnus::method!(RbLease::owner, 0))?;
     lease.define_method("token", magnus::method!(RbLease::token, 0))?;
@@ -259,12 +260,14 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     lease.define_method("remaining", magnus::method!(RbLease::remaining, 1))?;
 
     let checkpoint = define_value_methods!(module.define_class("Checkpoint", ruby.class_object())?, RbCheckpoint);
+    checkpoint.undef_default_alloc_func();
     checkpoint.define_singleton_method("_new", magnus::function!(RbCheckpoint::new, 3))?;
     checkpoint.define_method("last_issued", magnus::method!(RbCheckpoint::last_issued, 0))?;
     checkpoint.define_method("lease", magnus::method!(RbCheckpoint::lease, 0))?;
     checkpoint.define_method("observed", magnus::method!(RbCheckpoint::observed, 0))?;
 
     let cadence = define_value_methods!(module.define_class("Cadence", ruby.class_object())?, RbCadence);
+    cadence.undef_default_alloc_func();
     cadence.define_singleton_method("_new", magnus::function!(RbCadence::new, 3))?;
     cadence.define_method("ttl", magnus::method!(RbCadence::ttl, 0))?;
     cadence.define_method("renew_every", magnus::method!(RbCadence::renew_every, 0))?;

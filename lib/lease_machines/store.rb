@@ -17,7 +17,8 @@ module LeaseMachines
       @resource = resource
       @token = token
       @highest = highest
-      super("#{resource}: token #{token} is older than the newest seen (#{highest}); the write was refused")
+      reason = highest ? "is older than the newest seen (#{highest})" : "is never issued"
+      super("#{resource}: token #{token} #{reason}; the write was refused")
     end
   end
 
@@ -57,15 +58,20 @@ module LeaseMachines
     # seconds; +clock_policy+ is the authority's (see Authority.new). Raises StoreError when the database cannot be
     # opened or set up.
     def initialize(database, busy_timeout: 5.0, clock: WALL_CLOCK, clock_policy: :clamp)
-      @db = database.is_a?(SQLite3::Database) ? database : SQLite3::Database.new(database.to_s)
-      @path = @db.filename || database.to_s
+      Authority.new(clock_policy: clock_policy) # refuse a bad policy now, not at the first request
       @clock = clock
       @clock_policy = clock_policy
-      @db.busy_timeout = (Float(busy_timeout) * 1000).round
-      storage do
+      owned = !database.is_a?(SQLite3::Database)
+      @db = owned ? SQLite3::Database.new(database.to_s) : database
+      @path = @db.filename || database.to_s
+      begin
+        @db.busy_timeout = (Float(busy_timeout) * 1000).round
         @db.execute("PRAGMA journal_mode = WAL")
         @db.execute("PRAGMA synchronous = FULL")
         @db.execute_batch(SCHEMA)
+      rescue SQLite3::Exception
+        @db.close if owned
+        raise
       end
     rescue SQLite3::Exception => e
       raise StoreError, "cannot open the lease store at #{database}: #{e.message}"
@@ -123,44 +129,70 @@ module LeaseMachines
 
     # Runs the block (given the SQLite3::Database) as a write protected by +token+, in one transaction with the fence
     # check: the block runs only if +token+ is at least the highest token +resource+ has seen, which it then becomes.
-    # Raises Fenced (nothing written, the block not run) for an older token; any exception from the block rolls
-    # its writes back and is re-raised. Returns the block's value once committed.
+    # Raises Fenced (nothing written, the block not run) for an older token, and ArgumentError for a token above the
+    # resource's high-water in this store (never issued). Whatever leaves the block other than its return (an
+    # exception of any class, +throw+, +break+) rolls its writes back and goes on unchanged. Returns the block's
+    # value once committed.
     def fenced(resource:, token:)
-      storage do
-        @db.transaction(:immediate) do
-          highest = @db.get_first_value("SELECT highest FROM lease_machines_fences WHERE resource = ?", [resource])
-          fence = Fence.new(highest: highest)
-          raise Fenced.new(resource: resource, token: token, highest: highest) unless fence.accept(token)
+      transaction do
+        highest = storage { @db.get_first_value("SELECT highest FROM lease_machines_fences WHERE resource = ?", [resource]) }
+        fence = Fence.new(highest: highest)
+        raise Fenced.new(resource: resource, token: token, highest: highest) unless fence.accept(token)
 
-          check_token_range!(fence.highest)
+        issued = storage { read(resource).first.last_issued }
+        if issued && token > issued
+          raise ArgumentError, "#{resource}: token #{token} was never issued (the last one was #{issued})"
+        end
+
+        check_token_range!(fence.highest)
+        storage do
           @db.execute(<<~SQL, [resource, fence.highest])
             INSERT INTO lease_machines_fences (resource, highest) VALUES (?, ?)
             ON CONFLICT (resource) DO UPDATE SET highest = excluded.highest
           SQL
-          yield @db
         end
+        yield @db
       end
     end
 
     private
 
     def decide(resource, now)
-      storage do
-        @db.transaction(:immediate) do
-          before, revision = read(resource)
-          authority = Authority.restore(before, clock_policy: @clock_policy)
-          decision = yield authority, now || @clock.call
-          after = authority.checkpoint
-          if decision.accepted?
-            write(resource, after, revision + 1)
-          elsif after.observed != before.observed || revision.zero?
-            # A refusal changes no lease, but the clock watermark it observed stands.
-            write(resource, Checkpoint.new(last_issued: before.last_issued, lease: before.lease,
-                                           observed: after.observed), revision)
-          end
-          decision
+      transaction do
+        before, revision = storage { read(resource) }
+        authority = Authority.restore(before, clock_policy: @clock_policy)
+        decision = yield authority, now || @clock.call
+        after = authority.checkpoint
+        if decision.accepted?
+          storage { write(resource, after, revision + 1) }
+        elsif after.observed != before.observed || revision.zero?
+          # A refusal changes no lease, but the clock watermark it observed stands.
+          kept = Checkpoint.new(last_issued: before.last_issued, lease: before.lease, observed: after.observed)
+          storage { write(resource, kept, revision) }
         end
+        decision
       end
+    end
+
+    # Runs the block in one BEGIN IMMEDIATE transaction, committed when the block returns and rolled back when
+    # anything else leaves it (an exception of any class, throw, break) or the commit itself fails.
+    def transaction
+      storage { @db.execute("BEGIN IMMEDIATE") }
+      committed = false
+      begin
+        result = yield
+        storage { @db.execute("COMMIT") }
+        committed = true
+        result
+      ensure
+        rollback unless committed
+      end
+    end
+
+    def rollback
+      @db.execute("ROLLBACK") if @db.transaction_active?
+    rescue SQLite3::Exception
+      nil # SQLite already rolled back (a statement with ON CONFLICT ROLLBACK, say); what went wrong goes on
     end
 
     # [checkpoint, revision] of the resource's row; an empty checkpoint and revision 0 when there is none.
@@ -193,7 +225,7 @@ module LeaseMachines
       raise StoreError, "token #{token} does not fit SQLite's signed 64-bit integers (max #{MAX_TOKEN})"
     end
 
-    # Runs a storage operation; SQLite's errors become StoreError (with the original as cause).
+    # Runs one of the store's own storage operations; SQLite's errors become StoreError (with the original as cause).
     def storage
       yield
     rescue SQLite3::Exception => e
