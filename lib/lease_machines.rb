@@ -40,11 +40,14 @@ rescue LoadError
 end
 
 module LeaseMachines
-  # Every reason a request can be refused with, as the Symbols Decision#reason returns.
-  REASONS = %i[
-    clock_regressed invalid_ttl deadline_overflow occupied token_space_exhausted not_held stale_token wrong_owner
-    expired
-  ].freeze
+  # REASONS, every reason a request can be refused with (the Symbols Decision#reason returns), comes from the
+  # extension, in the core's order.
+
+  # Lease, Checkpoint and Cadence are immutable: each is its own copy.
+  module FrozenValue
+    def dup = self
+    def clone(freeze: true) = self
+  end
 
   # The single authority for one resource: decides who holds the lease and until when. See README.md, "How the
   # Authority decides", for the rules and the rejection table.
@@ -85,8 +88,7 @@ module LeaseMachines
   # origin). Live while +now < expires_at+. Building one from a stored row grants nothing.
   class Lease
     def self.new(owner:, token:, expires_at:) = _new(owner, token, expires_at)
-    def dup = self
-    def clone(freeze: true) = self
+    include FrozenValue
   end
 
   # The whole state of an Authority: +last_issued+ (the token high-water, Integer or nil), +lease+ (Lease or nil)
@@ -94,16 +96,14 @@ module LeaseMachines
   # lease whose token was never issued.
   class Checkpoint
     def self.new(last_issued:, lease:, observed:) = _new(last_issued, lease, observed)
-    def dup = self
-    def clone(freeze: true) = self
+    include FrozenValue
   end
 
   # A holder's renewal schedule, in Float seconds. Raises ArgumentError unless 0 < renew_every < ttl and
   # warn_before < ttl.
   class Cadence
     def self.new(ttl:, renew_every:, warn_before:) = _new(ttl, renew_every, warn_before)
-    def dup = self
-    def clone(freeze: true) = self
+    include FrozenValue
   end
 
   # The holder's side of one lease, on the holder's own clock: when to renew, how much to trust the lease, when to

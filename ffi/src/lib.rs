@@ -23,6 +23,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     unsafe { rb_sys::rb_ext_ractor_safe(true) };
     symbols::intern_all(ruby);
     let module = ruby.define_module("LeaseMachines")?;
+    symbols::define_reasons(ruby, module)?;
     values::define(ruby, module)?;
     authority::define(ruby, module)?;
     fence::define(ruby, module)?;

@@ -1,7 +1,7 @@
 //! The gem's Symbols and the core's enums, one `match` per direction.
 
 use lease_machines::{ClockPolicy, HolderState, Rejection};
-use magnus::{value::LazyId, Error, Ruby, StaticSymbol, Symbol, TryConvert, Value};
+use magnus::{prelude::*, value::LazyId, Error, RModule, Ruby, StaticSymbol, Symbol, TryConvert, Value};
 
 use crate::convert::shown;
 
@@ -78,6 +78,13 @@ pub fn reason(ruby: &Ruby, rejection: Rejection) -> StaticSymbol {
             Rejection::Expired => &EXPIRED,
         },
     )
+}
+
+/// `LeaseMachines::REASONS`: every rejection's Symbol, in the core's order (`Rejection::ALL`), frozen.
+pub fn define_reasons(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let reasons = ruby.ary_from_iter(Rejection::ALL.into_iter().map(|rejection| reason(ruby, rejection)));
+    reasons.freeze();
+    module.const_set("REASONS", reasons)
 }
 
 pub fn holder_state(ruby: &Ruby, state: HolderState) -> StaticSymbol {
