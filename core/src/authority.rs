@@ -2,6 +2,7 @@
 
 use core::time::Duration;
 
+use crate::rules;
 use crate::{Checkpoint, ClockPolicy, Decision, FencingToken, Lease, OwnerId, Rejection};
 
 /// The single authority for one resource and one token namespace: it decides who holds the lease and until when.
@@ -117,11 +118,11 @@ impl LeaseAuthority {
     /// but `owner` is not its owner, and [`Rejection::Expired`] when the lease expired at or before `now` (renewal
     /// never resurrects a lease).
     pub fn renew(&mut self, owner: OwnerId, token: FencingToken, now: Duration, ttl: Duration) -> Decision {
-        let (now, deadline) = match self.observe(now).and_then(|now| Self::deadline(now, ttl)) {
+        let (now, deadline) = match self.evaluate(now, ttl) {
             Ok(times) => times,
             Err(rejection) => return Decision::Rejected(rejection),
         };
-        match self.current(owner, token, now) {
+        match rules::held(self.lease, owner, token, now) {
             Ok(lease) => {
                 let renewed = Lease::new(owner, token, lease.expires_at().max(deadline));
                 self.lease = Some(renewed);
@@ -137,7 +138,8 @@ impl LeaseAuthority {
     /// Refuses, after the clock check, with [`Rejection::NotHeld`], [`Rejection::StaleToken`],
     /// [`Rejection::WrongOwner`] or [`Rejection::Expired`], exactly as [`renew`](Self::renew) does.
     pub fn release(&mut self, owner: OwnerId, token: FencingToken, now: Duration) -> Decision {
-        match self.observe(now).and_then(|now| self.current(owner, token, now)) {
+        let now = rules::observe(&mut self.observed, self.clock_policy, now);
+        match now.and_then(|now| rules::held(self.lease, owner, token, now)) {
             Ok(_) => {
                 self.lease = None;
                 Decision::Released
@@ -147,60 +149,23 @@ impl LeaseAuthority {
     }
 
     fn grant(&mut self, owner: OwnerId, now: Duration, ttl: Duration, rotate: bool) -> Decision {
-        let (now, deadline) = match self.observe(now).and_then(|now| Self::deadline(now, ttl)) {
-            Ok(times) => times,
-            Err(rejection) => return Decision::Rejected(rejection),
-        };
-        if let Some(live) = self.live_lease(now) {
-            if !(rotate && live.owner() == owner) {
-                return Decision::Rejected(Rejection::Occupied);
+        let granted = self.evaluate(now, ttl).and_then(|(now, deadline)| {
+            rules::vacant_for(self.lease, owner, now, rotate)?;
+            Ok(Lease::new(owner, rules::next_token(self.last_issued)?, deadline))
+        });
+        match granted {
+            Ok(lease) => {
+                self.last_issued = Some(lease.token());
+                self.lease = Some(lease);
+                Decision::Granted(lease)
             }
-        }
-        let token = match self.last_issued {
-            None => FencingToken::FIRST,
-            Some(last) => match last.next() {
-                Some(token) => token,
-                None => return Decision::Rejected(Rejection::TokenSpaceExhausted),
-            },
-        };
-        let lease = Lease::new(owner, token, deadline);
-        self.last_issued = Some(token);
-        self.lease = Some(lease);
-        Decision::Granted(lease)
-    }
-
-    /// Step 1: the instant the request is evaluated at, advancing the watermark when time moved forward.
-    fn observe(&mut self, now: Duration) -> Result<Duration, Rejection> {
-        if now >= self.observed {
-            self.observed = now;
-            Ok(now)
-        } else {
-            match self.clock_policy {
-                ClockPolicy::Reject => Err(Rejection::ClockRegressed),
-                ClockPolicy::Clamp => Ok(self.observed),
-            }
+            Err(rejection) => Decision::Rejected(rejection),
         }
     }
 
-    /// Step 2: the deadline a TTL gives at `now`.
-    fn deadline(now: Duration, ttl: Duration) -> Result<(Duration, Duration), Rejection> {
-        if ttl.is_zero() {
-            return Err(Rejection::InvalidTtl);
-        }
-        now.checked_add(ttl).map(|deadline| (now, deadline)).ok_or(Rejection::DeadlineOverflow)
-    }
-
-    /// The live lease that `owner` holds with `token` at `now`, or why it does not hold one.
-    fn current(&self, owner: OwnerId, token: FencingToken, now: Duration) -> Result<Lease, Rejection> {
-        let lease = self.lease.ok_or(Rejection::NotHeld)?;
-        if lease.token() != token {
-            Err(Rejection::StaleToken)
-        } else if lease.owner() != owner {
-            Err(Rejection::WrongOwner)
-        } else if !lease.is_live(now) {
-            Err(Rejection::Expired)
-        } else {
-            Ok(lease)
-        }
+    /// Steps 1 and 2: the instant the request is evaluated at (advancing the watermark) and the deadline `ttl` gives.
+    fn evaluate(&mut self, now: Duration, ttl: Duration) -> Result<(Duration, Duration), Rejection> {
+        let now = rules::observe(&mut self.observed, self.clock_policy, now)?;
+        Ok((now, rules::deadline(now, ttl)?))
     }
 }

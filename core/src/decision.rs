@@ -58,7 +58,7 @@ pub enum Rejection {
     ClockRegressed,
     /// The TTL is zero. A lease must last for some time.
     InvalidTtl,
-    /// `now + ttl` is not representable as a [`Duration`]: the deadline would overflow.
+    /// `now + ttl` is not representable as a [`Duration`](core::time::Duration): the deadline would overflow.
     DeadlineOverflow,
     /// Another lease is live at `now` (for [`acquire`](crate::LeaseAuthority::acquire), any live lease, the
     /// requester's own included).
@@ -75,11 +75,31 @@ pub enum Rejection {
     /// The current lease, presented with the right owner and token, expired at or before `now`. Renewal never
     /// resurrects an expired lease; the owner has to acquire again and gets a new token.
     Expired,
+    /// A `LeaseTable` (feature `alloc`) acquire carried an expected revision (a compare-and-set precondition) and
+    /// the resource's revision is another: something changed since the caller looked. Never returned by a
+    /// [`LeaseAuthority`](crate::LeaseAuthority).
+    RevisionMismatch,
+    /// A `LeaseTable` (feature `alloc`) resource's revision is `u64::MAX`, so no further change can be numbered.
+    /// Like tokens, revisions never wrap: the resource fails closed. Never returned by a
+    /// [`LeaseAuthority`](crate::LeaseAuthority).
+    RevisionSpaceExhausted,
+    /// `LeaseTable::acquire_leadership` (feature `alloc`) was shown a
+    /// `QuorumCertificate` that is not valid: no candidate has a strict majority.
+    NoQuorum,
+    /// The certificate is valid, but it elected another candidate than the owner asking.
+    NotLeader,
+    /// The certificate's term is not greater than every term already used for the resource: a stale election cannot
+    /// take leadership back.
+    StaleTerm,
+    /// A plain grant (acquire, reacquire) or a transfer on a resource that has had a leadership lease: from then on
+    /// only `LeaseTable::acquire_leadership`, with a newer term, may grant it, so that no stale leader takes it back
+    /// around the election.
+    LeadershipRequired,
 }
 
 impl Rejection {
-    /// Every reason, in declaration order.
-    pub const ALL: [Self; 9] = [
+    /// Every reason, in declaration order; `ALL[r.index()] == r`.
+    pub const ALL: [Self; 15] = [
         Self::ClockRegressed,
         Self::InvalidTtl,
         Self::DeadlineOverflow,
@@ -89,7 +109,19 @@ impl Rejection {
         Self::StaleToken,
         Self::WrongOwner,
         Self::Expired,
+        Self::RevisionMismatch,
+        Self::RevisionSpaceExhausted,
+        Self::NoQuorum,
+        Self::NotLeader,
+        Self::StaleTerm,
+        Self::LeadershipRequired,
     ];
+
+    /// The reason's position in [`Rejection::ALL`], for tallies indexed by reason.
+    #[must_use]
+    pub const fn index(self) -> usize {
+        self as usize
+    }
 
     /// The reason's stable name in snake_case (`"stale_token"`), the same name the Ruby gem uses as a Symbol.
     #[must_use]
@@ -104,6 +136,12 @@ impl Rejection {
             Self::StaleToken => "stale_token",
             Self::WrongOwner => "wrong_owner",
             Self::Expired => "expired",
+            Self::RevisionMismatch => "revision_mismatch",
+            Self::RevisionSpaceExhausted => "revision_space_exhausted",
+            Self::NoQuorum => "no_quorum",
+            Self::NotLeader => "not_leader",
+            Self::StaleTerm => "stale_term",
+            Self::LeadershipRequired => "leadership_required",
         }
     }
 }
@@ -120,6 +158,12 @@ impl fmt::Display for Rejection {
             Self::StaleToken => "the token is not the current lease's token",
             Self::WrongOwner => "the current lease belongs to another owner",
             Self::Expired => "the lease has expired",
+            Self::RevisionMismatch => "the resource's revision is not the expected one",
+            Self::RevisionSpaceExhausted => "every revision of the resource has been used",
+            Self::NoQuorum => "the certificate shows no quorum",
+            Self::NotLeader => "the certificate elected another candidate",
+            Self::StaleTerm => "the term is not newer than every term already used",
+            Self::LeadershipRequired => "the resource is granted only by election",
         })
     }
 }

@@ -13,14 +13,28 @@
     )
 )]
 
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
 mod authority;
 mod checkpoint;
 mod clock;
 mod decision;
+#[cfg(feature = "alloc")]
+mod election;
 mod fence;
+#[cfg(feature = "alloc")]
+mod fence_guard;
 mod holder;
+#[cfg(feature = "serde")]
+pub mod json;
 mod lease;
 mod owner;
+mod rules;
+#[cfg(feature = "simulation")]
+mod simulation;
+#[cfg(feature = "alloc")]
+mod table;
 mod token;
 
 pub use authority::LeaseAuthority;
@@ -32,3 +46,19 @@ pub use holder::{Cadence, Holder, HolderState};
 pub use lease::Lease;
 pub use owner::OwnerId;
 pub use token::FencingToken;
+
+#[cfg(feature = "alloc")]
+pub use election::{
+    certify_votes, quorum_size, select_candidate, Candidate, CertificateStatus, ElectionVote, Equivocation,
+    QuorumCertificate,
+};
+#[cfg(feature = "alloc")]
+pub use fence_guard::{FenceGuard, FenceMark, FencedWrite};
+#[cfg(feature = "simulation")]
+pub use simulation::{simulate, FenceMode, Scenario, SimulationConfig, SimulationError, SimulationReport};
+#[cfg(feature = "alloc")]
+pub use table::{
+    audit, validate_record, AuditReport, BatchResult, Command, Discard, Event, EventKind, EventLog, EventSink, Finding,
+    FindingCode, IssueCode, LeaseRecord, LeaseTable, Metrics, ResourceRecord, StateIssue, TableCheckpoint,
+    TableDecision, TableLease, TimedCommand,
+};

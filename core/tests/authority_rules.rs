@@ -308,9 +308,18 @@ fn every_rejection_has_a_distinct_snake_case_name() {
             "not_held",
             "stale_token",
             "wrong_owner",
-            "expired"
+            "expired",
+            "revision_mismatch",
+            "revision_space_exhausted",
+            "no_quorum",
+            "not_leader",
+            "stale_term",
+            "leadership_required"
         ]
     );
+    for (index, reason) in Rejection::ALL.into_iter().enumerate() {
+        assert_eq!(reason.index(), index);
+    }
     assert_eq!(Rejection::StaleToken.to_string(), "the token is not the current lease's token");
 }
 

@@ -1,0 +1,64 @@
+//! The rules every decision shares, written once: the clock check, the TTL check, the next token, and the check that
+//! a request comes from the current holder. [`LeaseAuthority`](crate::LeaseAuthority) and, with the `alloc` feature,
+//! `LeaseTable` are both built from these functions, so one resource behaves the same in either.
+
+use core::time::Duration;
+
+use crate::{ClockPolicy, FencingToken, Lease, OwnerId, Rejection};
+
+/// Step 1: the instant a request is evaluated at, advancing `observed` (the watermark) when time moved forward.
+pub(crate) fn observe(observed: &mut Duration, policy: ClockPolicy, now: Duration) -> Result<Duration, Rejection> {
+    if now >= *observed {
+        *observed = now;
+        Ok(now)
+    } else {
+        match policy {
+            ClockPolicy::Reject => Err(Rejection::ClockRegressed),
+            ClockPolicy::Clamp => Ok(*observed),
+        }
+    }
+}
+
+/// Step 2: the deadline a TTL gives at `now`.
+pub(crate) fn deadline(now: Duration, ttl: Duration) -> Result<Duration, Rejection> {
+    if ttl.is_zero() {
+        return Err(Rejection::InvalidTtl);
+    }
+    now.checked_add(ttl).ok_or(Rejection::DeadlineOverflow)
+}
+
+/// The token a new grant gets after `last_issued`: `1` first, then the successor; never wraps.
+pub(crate) fn next_token(last_issued: Option<FencingToken>) -> Result<FencingToken, Rejection> {
+    match last_issued {
+        None => Ok(FencingToken::FIRST),
+        Some(last) => last.next().ok_or(Rejection::TokenSpaceExhausted),
+    }
+}
+
+/// Whether a grant to `owner` may go ahead at `now` over the current record: only when no lease is live, or, for a
+/// rotation, when the live lease is `owner`'s own.
+pub(crate) fn vacant_for(lease: Option<Lease>, owner: OwnerId, now: Duration, rotate: bool) -> Result<(), Rejection> {
+    match lease {
+        Some(live) if live.is_live(now) && !(rotate && live.owner() == owner) => Err(Rejection::Occupied),
+        _ => Ok(()),
+    }
+}
+
+/// The live lease that `owner` holds with `token` at `now`, or why it does not hold one.
+pub(crate) fn held(
+    lease: Option<Lease>,
+    owner: OwnerId,
+    token: FencingToken,
+    now: Duration,
+) -> Result<Lease, Rejection> {
+    let lease = lease.ok_or(Rejection::NotHeld)?;
+    if lease.token() != token {
+        Err(Rejection::StaleToken)
+    } else if lease.owner() != owner {
+        Err(Rejection::WrongOwner)
+    } else if !lease.is_live(now) {
+        Err(Rejection::Expired)
+    } else {
+        Ok(lease)
+    }
+}
