@@ -9,21 +9,30 @@ module LeaseMachines
   # and FrozenError instead; rejections never raise.
   class Error < StandardError; end
 
+  # A JSON document that cannot be read: not JSON, not format 1, a missing or unknown field, or values no history
+  # can produce (token 0, a lease above the token high-water, ...). The message says which. An ArgumentError, like
+  # every input fault.
+  class InvalidDocument < ArgumentError; end
+
   # The answer to every Authority request.
   #
-  # - +status+: +:granted+, +:renewed+, +:released+ or +:rejected+.
-  # - +lease+: the Lease a grant or a renewal carries; +nil+ otherwise.
-  # - +reason+: why a request was refused (+:occupied+, +:stale_token+, +:expired+, +:clock_regressed+,
-  #   +:invalid_ttl+, +:deadline_overflow+, +:token_space_exhausted+, +:not_held+, +:wrong_owner+); +nil+ otherwise.
+  # - +status+: +:granted+, +:renewed+, +:released+ or +:rejected+ (a Table also answers +:transferred+ and
+  #   +:reaped+).
+  # - +lease+: the Lease a grant or a renewal carries (a TableLease from a Table, also for a transfer); +nil+
+  #   otherwise.
+  # - +reason+: why a request was refused, one of REASONS (+:occupied+, +:stale_token+, +:expired+, ...); +nil+
+  #   otherwise.
   #
   # Refusals are values, never exceptions. Frozen, compared by value, shareable across Ractors.
   Decision = Data.define(:status, :lease, :reason) do
     # Every status, in the order a lease goes through them.
-    def self.statuses = %i[granted renewed released rejected]
+    def self.statuses = %i[granted renewed transferred released reaped rejected]
 
     def granted? = status == :granted
     def renewed? = status == :renewed
+    def transferred? = status == :transferred
     def released? = status == :released
+    def reaped? = status == :reaped
     def rejected? = status == :rejected
     # True unless the request was refused.
     def accepted? = status != :rejected
@@ -96,6 +105,13 @@ module LeaseMachines
   # lease whose token was never issued.
   class Checkpoint
     def self.new(last_issued:, lease:, observed:) = _new(last_issued, lease, observed)
+
+    # The checkpoint read from its JSON document (format 1, see core/FORMAT.md). Raises InvalidDocument.
+    def self.from_json(json) = _from_json(json)
+
+    # The checkpoint as a JSON document (format 1): times in integer nanoseconds, nothing rounded.
+    def to_json(*) = _to_json
+
     include FrozenValue
   end
 
@@ -134,4 +150,9 @@ module LeaseMachines
     klass.singleton_class.send(:private, :_new)
   end
   Authority.singleton_class.send(:private, :_restore)
+  Checkpoint.singleton_class.send(:private, :_from_json)
+  Checkpoint.send(:private, :_to_json)
 end
+
+require_relative "lease_machines/table"
+require_relative "lease_machines/election"

@@ -152,7 +152,8 @@ class AuthorityTest < Minitest::Test
 
   def test_every_reason_is_a_known_symbol
     assert_equal %i[clock_regressed invalid_ttl deadline_overflow occupied token_space_exhausted not_held stale_token
-                    wrong_owner expired], LeaseMachines::REASONS
+                    wrong_owner expired revision_mismatch revision_space_exhausted no_quorum not_leader stale_term leadership_required],
+                 LeaseMachines::REASONS
   end
 
   def test_a_frozen_authority_refuses_every_mutation

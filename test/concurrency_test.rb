@@ -61,4 +61,28 @@ class ConcurrencyTest < Minitest::Test
     results = ractors.map { |ractor| ractor.respond_to?(:value) ? ractor.value : ractor.take }
     assert_equal [[[1, 2, 3], 1]] * 4, results
   end
+
+  def test_ractors_run_their_own_tables_and_share_table_values
+    skip "too slow under GC.stress" if GC_STRESS
+    skip "RBS's runtime checks are not Ractor-safe" if RBS_TEST
+    Warning[:experimental] = false
+    table = LeaseMachines::Table.new
+    lease = table.acquire(resource: "jobs", owner: 1, now: 0.0, ttl: 5.0).lease
+    events = table.events
+    certificate = LeaseMachines::Election.certify_votes(
+      votes: [LeaseMachines::ElectionVote.new(voter: 1, candidate: 1, term: 1, granted: true)], members: [1], term: 1
+    )
+    [lease, events, table.metrics(now: 1.0), LeaseMachines.audit(events), certificate].each do |value|
+      assert Ractor.shareable?(value), "#{value.class} is shareable"
+    end
+    ractors = 2.times.map do |owner|
+      Ractor.new(owner, lease) do |id, shared|
+        own = LeaseMachines::Table.new
+        tokens = 3.times.map { |i| own.acquire(resource: shared.resource, owner: id, now: i * 10.0, ttl: 1.0).lease.token }
+        [tokens, shared.token]
+      end
+    end
+    results = ractors.map { |ractor| ractor.respond_to?(:value) ? ractor.value : ractor.take }
+    assert_equal [[[1, 2, 3], 1]] * 2, results
+  end
 end

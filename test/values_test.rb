@@ -84,6 +84,6 @@ class ValuesTest < Minitest::Test
     assert_kind_of Data, decision
     assert_predicate decision, :released?
     assert_predicate decision, :accepted?
-    assert_equal %i[granted renewed released rejected], LeaseMachines::Decision.statuses
+    assert_equal %i[granted renewed transferred released reaped rejected], LeaseMachines::Decision.statuses
   end
 end

@@ -65,7 +65,8 @@ pub struct FenceMark<R> {
 /// about leases, clocks or owners' identities in it.
 ///
 /// A write is accepted iff its token is greater than or equal to the highest token accepted for its resource so far
-/// (equal tokens stay valid for the many writes of one lease). Each resource's mark only rises. Checking costs
+/// (equal tokens stay valid for the many writes of one lease); the owner is recorded with the mark, not checked
+/// (tokens, not owners, order the grants). Each resource's mark only rises. Checking costs
 /// O(log n) in the number of resources seen.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct FenceGuard<R> {

@@ -8,9 +8,13 @@
 
 mod authority;
 mod convert;
+mod election;
+mod errors;
 mod fence;
 mod holder;
+mod records;
 mod symbols;
+mod table;
 mod values;
 
 use magnus::{Error, Ruby};
@@ -23,10 +27,14 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     unsafe { rb_sys::rb_ext_ractor_safe(true) };
     symbols::intern_all(ruby);
     let module = ruby.define_module("LeaseMachines")?;
+    errors::fetch(module)?;
     symbols::define_reasons(ruby, module)?;
     values::define(ruby, module)?;
     authority::define(ruby, module)?;
     fence::define(ruby, module)?;
     holder::define(ruby, module)?;
+    table::define(ruby, module)?;
+    election::define(module)?;
+    records::define(module)?;
     Ok(())
 }

@@ -9,10 +9,12 @@ use crate::{FencingToken, Lease, OwnerId};
 /// Which change an [`Event`] records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EventKind {
-    /// A new lease was granted on a resource no lease was live on ([`acquire`](crate::LeaseTable::acquire),
-    /// [`acquire_leadership`](crate::LeaseTable::acquire_leadership)).
+    /// A new lease was granted on a resource no lease was live on (any grant: [`acquire`](crate::LeaseTable::acquire),
+    /// and [`reacquire`](crate::LeaseTable::reacquire) or
+    /// [`acquire_leadership`](crate::LeaseTable::acquire_leadership) when nothing was live).
     Acquired,
-    /// The holder of the live lease rotated it to a new token ([`reacquire`](crate::LeaseTable::reacquire)).
+    /// The holder of the live lease rotated it to a new token ([`reacquire`](crate::LeaseTable::reacquire), or
+    /// [`acquire_leadership`](crate::LeaseTable::acquire_leadership) for a re-elected holder).
     Reacquired,
     /// The live lease was extended, same token ([`renew`](crate::LeaseTable::renew)).
     Renewed,

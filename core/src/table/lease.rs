@@ -69,14 +69,17 @@ impl<R> TableLease<R> {
         self.revision
     }
 
-    /// The election term of a leadership grant
-    /// ([`LeaseTable::acquire_leadership`](crate::LeaseTable::acquire_leadership)), `None` for other grants.
+    /// The election term of a leadership lease
+    /// ([`LeaseTable::acquire_leadership`](crate::LeaseTable::acquire_leadership)), kept by renewals; `None` for
+    /// leases granted otherwise.
     #[must_use]
     pub const fn term(&self) -> Option<u64> {
         self.term
     }
 
-    /// Whether the lease is live at `now`: `now < expires_at`. The seed library calls this "active".
+    /// Whether the lease is live at `now`: `now < expires_at`. The seed library calls this "active"; this crate says
+    /// "live" everywhere ([`Lease::is_live`], [`Metrics::live_leases`](crate::Metrics::live_leases)).
+    #[doc(alias = "is_active")]
     #[must_use]
     pub fn is_live(&self, now: Duration) -> bool {
         self.lease.is_live(now)

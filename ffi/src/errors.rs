@@ -1,0 +1,20 @@
+//! The exception classes the gem declares in Ruby (`lib/lease_machines.rb`), fetched once when the extension loads.
+
+use std::sync::OnceLock;
+
+use magnus::{prelude::*, value::Opaque, Error, ExceptionClass, RModule, Ruby};
+
+static INVALID_DOCUMENT: OnceLock<Opaque<ExceptionClass>> = OnceLock::new();
+
+/// Fetches `LeaseMachines::InvalidDocument`. A class bound to a constant is never collected, so keeping it is safe.
+pub fn fetch(module: RModule) -> Result<(), Error> {
+    let class: ExceptionClass = module.const_get("InvalidDocument")?;
+    let _ = INVALID_DOCUMENT.set(Opaque::from(class));
+    Ok(())
+}
+
+/// `LeaseMachines::InvalidDocument` (an `ArgumentError`) with `message`: a JSON document that cannot be read.
+pub fn invalid_document(ruby: &Ruby, message: &str) -> Error {
+    let class = INVALID_DOCUMENT.get().map_or_else(|| ruby.exception_arg_error(), |class| ruby.get_inner(*class));
+    Error::new(class, message.to_owned())
+}

@@ -1,0 +1,455 @@
+//! `LeaseMachines::Table`: leases on many named resources, as a mutable Ruby object; and `LeaseMachines::FenceGuard`.
+//!
+//! Every argument is converted and checked before the table is touched, so a call that raises changes nothing.
+//! Decisions come back as `[status, lease, reason]`, the lease as the `TableLease` array of `records`.
+
+use std::cell::RefCell;
+
+use lease_machines::json::Json;
+use lease_machines::{
+    Command, FenceGuard, FencedWrite, FencingToken, LeaseTable, OwnerId, QuorumCertificate, TableCheckpoint,
+    TableDecision, TimedCommand,
+};
+use magnus::{
+    prelude::*, typed_data::Obj, value::ReprValue, Error, RArray, RModule, RString, Ruby, StaticSymbol, Value,
+};
+
+use crate::convert::{issued_token_arg, on_grid, owner_arg, seconds, seconds_arg, shown, token_arg, u64_arg};
+use crate::records::{self, frozen, resource_arg};
+use crate::symbols::{self, CommandName, Status};
+
+/// What a native decision method returns: `[status, lease, reason]`.
+type Tuple = (StaticSymbol, Option<RArray>, Option<StaticSymbol>);
+
+#[magnus::wrap(class = "LeaseMachines::Table", free_immediately, size)]
+pub struct RbTable(RefCell<LeaseTable<String>>);
+
+/// A table as the gem makes it: its computed deadlines on the Float grid (see `convert`), so every `expires_at`
+/// Ruby sees is exactly the instant the table enforces.
+fn configured(table: LeaseTable<String>, clock_policy: Value, ruby: &Ruby) -> Result<LeaseTable<String>, Error> {
+    let policy = symbols::clock_policy_arg(ruby, clock_policy)?;
+    Ok(table.with_clock_policy(policy).with_deadline_rounding(on_grid))
+}
+
+fn capacity_arg(ruby: &Ruby, value: Value) -> Result<usize, Error> {
+    let capacity = u64_arg(ruby, "event_capacity", value)?;
+    usize::try_from(capacity).map_err(|_| {
+        Error::new(ruby.exception_range_error(), format!("event_capacity is too large, got {}", shown(value)))
+    })
+}
+
+fn busy(ruby: &Ruby) -> Error {
+    Error::new(ruby.exception_runtime_error(), "LeaseMachines::Table is busy")
+}
+
+/// A token as presented: 0 (never issued) stands for a token that is never the resource's current one, so the
+/// command still goes through every check before it is refused as `:not_held` or `:stale_token`.
+fn presented(table: &LeaseTable<String>, resource: &String, token: Option<FencingToken>) -> FencingToken {
+    token.unwrap_or_else(|| match table.lease(resource) {
+        Some(lease) if lease.token() == FencingToken::FIRST => FencingToken::LAST,
+        _ => FencingToken::FIRST,
+    })
+}
+
+fn tuple(ruby: &Ruby, decision: &TableDecision<String>) -> Tuple {
+    let (status, lease) = match decision {
+        TableDecision::Granted(lease) => (Status::Granted, Some(lease)),
+        TableDecision::Renewed(lease) => (Status::Renewed, Some(lease)),
+        TableDecision::Transferred(lease) => (Status::Transferred, Some(lease)),
+        TableDecision::Released => (Status::Released, None),
+        TableDecision::Reaped => (Status::Reaped, None),
+        TableDecision::Rejected(_) => (Status::Rejected, None),
+    };
+    (
+        symbols::status(ruby, status),
+        lease.map(|lease| records::table_lease(ruby, lease)),
+        decision.rejection().map(|reason| symbols::reason(ruby, reason)),
+    )
+}
+
+impl RbTable {
+    fn new(ruby: &Ruby, clock_policy: Value, event_capacity: Value) -> Result<Self, Error> {
+        let capacity = capacity_arg(ruby, event_capacity)?;
+        Ok(Self(RefCell::new(configured(LeaseTable::with_event_capacity(capacity), clock_policy, ruby)?)))
+    }
+
+    fn from_json(ruby: &Ruby, text: RString, clock_policy: Value, event_capacity: Value) -> Result<Self, Error> {
+        let capacity = capacity_arg(ruby, event_capacity)?;
+        let checkpoint: TableCheckpoint<String> = records::read(ruby, text)?;
+        let table = LeaseTable::with_event_capacity(capacity).restored(checkpoint);
+        Ok(Self(RefCell::new(configured(table, clock_policy, ruby)?)))
+    }
+
+    /// Runs one command on the table, with every argument already converted.
+    fn decide(
+        ruby: &Ruby,
+        rb_self: Obj<Self>,
+        decide: impl FnOnce(&mut LeaseTable<String>) -> TableDecision<String>,
+    ) -> Result<Tuple, Error> {
+        rb_self.check_frozen()?;
+        let decision = {
+            let mut table = rb_self.0.try_borrow_mut().map_err(|_| busy(ruby))?;
+            decide(&mut table)
+        };
+        Ok(tuple(ruby, &decision))
+    }
+
+    fn acquire(
+        ruby: &Ruby,
+        rb_self: Obj<Self>,
+        resource: Value,
+        owner: Value,
+        now: Value,
+        ttl: Value,
+        expected_revision: Value,
+    ) -> Result<Tuple, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        let owner = owner_arg(ruby, owner)?;
+        let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
+        let expected = if expected_revision.is_nil() {
+            None
+        } else {
+            Some(u64_arg(ruby, "expected_revision", expected_revision)?)
+        };
+        Self::decide(ruby, rb_self, |table| match expected {
+            Some(expected) => table.acquire_at_revision(&resource, owner, expected, now, ttl),
+            None => table.acquire(&resource, owner, now, ttl),
+        })
+    }
+
+    fn reacquire(
+        ruby: &Ruby,
+        rb_self: Obj<Self>,
+        resource: Value,
+        owner: Value,
+        now: Value,
+        ttl: Value,
+    ) -> Result<Tuple, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        let owner = owner_arg(ruby, owner)?;
+        let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
+        Self::decide(ruby, rb_self, |table| table.reacquire(&resource, owner, now, ttl))
+    }
+
+    fn renew(
+        ruby: &Ruby,
+        rb_self: Obj<Self>,
+        resource: Value,
+        owner: Value,
+        token: Value,
+        now: Value,
+        ttl: Value,
+    ) -> Result<Tuple, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        let owner = owner_arg(ruby, owner)?;
+        let token = token_arg(ruby, "token", token)?;
+        let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
+        Self::decide(ruby, rb_self, |table| {
+            let token = presented(table, &resource, token);
+            table.renew(&resource, owner, token, now, ttl)
+        })
+    }
+
+    fn release(
+        ruby: &Ruby,
+        rb_self: Obj<Self>,
+        resource: Value,
+        owner: Value,
+        token: Value,
+        now: Value,
+    ) -> Result<Tuple, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        let owner = owner_arg(ruby, owner)?;
+        let token = token_arg(ruby, "token", token)?;
+        let now = seconds_arg(ruby, "now", now)?;
+        Self::decide(ruby, rb_self, |table| {
+            let token = presented(table, &resource, token);
+            table.release(&resource, owner, token, now)
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)] // one per keyword of `Table#transfer`
+    fn transfer(
+        ruby: &Ruby,
+        rb_self: Obj<Self>,
+        resource: Value,
+        owner: Value,
+        token: Value,
+        new_owner: Value,
+        now: Value,
+        ttl: Value,
+    ) -> Result<Tuple, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        let owner = owner_arg(ruby, owner)?;
+        let token = token_arg(ruby, "token", token)?;
+        let new_owner = u64_arg(ruby, "new_owner", new_owner).map(OwnerId::new)?;
+        let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
+        Self::decide(ruby, rb_self, |table| {
+            let token = presented(table, &resource, token);
+            table.transfer(&resource, owner, token, new_owner, now, ttl)
+        })
+    }
+
+    fn reap(ruby: &Ruby, rb_self: Obj<Self>, resource: Value, now: Value) -> Result<Tuple, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        let now = seconds_arg(ruby, "now", now)?;
+        Self::decide(ruby, rb_self, |table| table.reap(&resource, now))
+    }
+
+    fn acquire_leadership(
+        ruby: &Ruby,
+        rb_self: Obj<Self>,
+        resource: Value,
+        certificate: Value,
+        owner: Value,
+        now: Value,
+        ttl: Value,
+    ) -> Result<Tuple, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        let certificate: QuorumCertificate<OwnerId> = crate::election::certificate_arg(ruby, certificate)?;
+        let owner = owner_arg(ruby, owner)?;
+        let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
+        Self::decide(ruby, rb_self, |table| table.acquire_leadership(&resource, &certificate, owner, now, ttl))
+    }
+
+    /// `[leases, reason]`: the leases reaped, or `[[], :clock_regressed]`.
+    fn reap_expired(ruby: &Ruby, rb_self: Obj<Self>, now: Value) -> Result<(RArray, Option<StaticSymbol>), Error> {
+        let now = seconds_arg(ruby, "now", now)?;
+        rb_self.check_frozen()?;
+        let reaped = rb_self.0.try_borrow_mut().map_err(|_| busy(ruby))?.reap_expired(now);
+        Ok(match reaped {
+            Ok(leases) => (ruby.ary_from_iter(leases.iter().map(|lease| records::table_lease(ruby, lease))), None),
+            Err(reason) => (ruby.ary_new(), Some(symbols::reason(ruby, reason))),
+        })
+    }
+
+    /// Converts every command first (a bad one raises before any is applied), then applies them in order.
+    fn apply_batch(ruby: &Ruby, rb_self: Obj<Self>, commands: RArray) -> Result<(RArray, usize, usize), Error> {
+        let mut timed = Vec::with_capacity(commands.len());
+        for index in 0..commands.len() {
+            let fields: RArray = commands.entry(index as isize)?;
+            timed.push(command(ruby, fields)?);
+        }
+        rb_self.check_frozen()?;
+        let result: Vec<TableDecision<String>> = {
+            let mut table = rb_self.0.try_borrow_mut().map_err(|_| busy(ruby))?;
+            timed
+                .into_iter()
+                .map(|(mut entry, zero_token)| {
+                    if zero_token {
+                        let resource = entry.command.resource().clone();
+                        set_token(&mut entry.command, presented(&table, &resource, None));
+                    }
+                    table.apply(&entry.command, entry.at)
+                })
+                .collect()
+        };
+        let accepted = result.iter().filter(|decision| decision.is_accepted()).count();
+        let tuples = ruby.ary_from_iter(result.iter().map(|decision| tuple(ruby, decision)));
+        Ok((tuples, accepted, result.len().saturating_sub(accepted)))
+    }
+
+    fn lease(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<RArray>, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        let table = rb_self.0.try_borrow().map_err(|_| busy(ruby))?;
+        Ok(table.lease(&resource).map(|lease| records::table_lease(ruby, &lease)))
+    }
+
+    fn revision(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<u64, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.revision(&resource))
+    }
+
+    fn last_issued(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<u64>, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.last_issued(&resource).map(FencingToken::value))
+    }
+
+    fn term(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<u64>, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.term(&resource))
+    }
+
+    fn size(ruby: &Ruby, rb_self: &Self) -> Result<usize, Error> {
+        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.len())
+    }
+
+    fn observed(ruby: &Ruby, rb_self: &Self) -> Result<f64, Error> {
+        Ok(seconds(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.observed()))
+    }
+
+    fn clock_policy(ruby: &Ruby, rb_self: &Self) -> Result<StaticSymbol, Error> {
+        Ok(symbols::clock_policy(ruby, rb_self.0.try_borrow().map_err(|_| busy(ruby))?.clock_policy()))
+    }
+
+    fn events(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
+        let table = rb_self.0.try_borrow().map_err(|_| busy(ruby))?;
+        Ok(ruby.ary_from_iter(table.events().map(|event| records::event(ruby, event))))
+    }
+
+    fn dropped_events(ruby: &Ruby, rb_self: &Self) -> Result<u64, Error> {
+        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.sink().dropped())
+    }
+
+    fn event_capacity(ruby: &Ruby, rb_self: &Self) -> Result<usize, Error> {
+        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.sink().capacity())
+    }
+
+    fn metrics(ruby: &Ruby, rb_self: &Self, now: Value) -> Result<RArray, Error> {
+        let now = seconds_arg(ruby, "now", now)?;
+        let metrics = rb_self.0.try_borrow().map_err(|_| busy(ruby))?.metrics(now);
+        records::metrics(ruby, &metrics)
+    }
+
+    fn to_json(ruby: &Ruby, rb_self: &Self) -> Result<RString, Error> {
+        Ok(ruby.str_new(&rb_self.0.try_borrow().map_err(|_| busy(ruby))?.checkpoint().to_json()))
+    }
+
+    fn inspect(ruby: &Ruby, rb_self: &Self) -> Result<String, Error> {
+        let table = rb_self.0.try_borrow().map_err(|_| busy(ruby))?;
+        Ok(format!(
+            "#<LeaseMachines::Table resources={} observed={} clock_policy={}>",
+            table.len(),
+            ruby.float_from_f64(seconds(table.observed())).inspect(),
+            symbols::clock_policy(ruby, table.clock_policy()).inspect()
+        ))
+    }
+}
+
+/// One batch entry, `[command, resource, now, owner, token, new_owner, ttl, expected_revision]` (fields a command
+/// does not use are ignored), and whether it presented token 0, which is resolved against the table when it runs.
+fn command(ruby: &Ruby, fields: RArray) -> Result<(TimedCommand<String>, bool), Error> {
+    let field = |index: isize| fields.entry::<Value>(index);
+    let name = symbols::command_arg(ruby, field(0)?)?;
+    let resource = resource_arg(ruby, field(1)?)?;
+    let at = seconds_arg(ruby, "now", field(2)?)?;
+    let owner = || owner_arg(ruby, field(3)?);
+    let ttl = || seconds_arg(ruby, "ttl", field(6)?);
+    let needs_token = matches!(name, CommandName::Renew | CommandName::Release | CommandName::Transfer);
+    let presented = if needs_token { token_arg(ruby, "token", field(4)?)? } else { None };
+    let zero_token = needs_token && presented.is_none();
+    let token = || -> Result<FencingToken, Error> { Ok(presented.unwrap_or(FencingToken::FIRST)) };
+    let command = match name {
+        CommandName::Acquire => {
+            let expected = field(7)?;
+            let expected_revision =
+                if expected.is_nil() { None } else { Some(u64_arg(ruby, "expected_revision", expected)?) };
+            Command::Acquire { resource, owner: owner()?, ttl: ttl()?, expected_revision }
+        }
+        CommandName::Reacquire => Command::Reacquire { resource, owner: owner()?, ttl: ttl()? },
+        CommandName::Renew => Command::Renew { resource, owner: owner()?, token: token()?, ttl: ttl()? },
+        CommandName::Release => Command::Release { resource, owner: owner()?, token: token()? },
+        CommandName::Transfer => Command::Transfer {
+            resource,
+            owner: owner()?,
+            token: token()?,
+            new_owner: u64_arg(ruby, "new_owner", field(5)?).map(OwnerId::new)?,
+            ttl: ttl()?,
+        },
+        CommandName::Reap => Command::Reap { resource },
+    };
+    Ok((TimedCommand { command, at }, zero_token))
+}
+
+fn set_token(command: &mut Command<String>, presented: FencingToken) {
+    if let Command::Renew { token, .. } | Command::Release { token, .. } | Command::Transfer { token, .. } = command {
+        *token = presented;
+    }
+}
+
+#[magnus::wrap(class = "LeaseMachines::FenceGuard", free_immediately, size)]
+pub struct RbFenceGuard(RefCell<FenceGuard<String>>);
+
+impl RbFenceGuard {
+    /// From `[[resource, token, owner], ...]` marks.
+    fn new(ruby: &Ruby, marks: RArray) -> Result<Self, Error> {
+        let mut parsed = Vec::with_capacity(marks.len());
+        for index in 0..marks.len() {
+            let mark: RArray = marks.entry(index as isize)?;
+            parsed.push(lease_machines::FenceMark {
+                resource: resource_arg(ruby, mark.entry(0)?)?,
+                token: issued_token_arg(ruby, "token", mark.entry(1)?)?,
+                owner: owner_arg(ruby, mark.entry(2)?)?,
+            });
+        }
+        let guard = FenceGuard::from_marks(parsed).map_err(|resource| {
+            Error::new(ruby.exception_arg_error(), format!("two marks for resource {resource:?}"))
+        })?;
+        Ok(Self(RefCell::new(guard)))
+    }
+
+    fn from_json(ruby: &Ruby, text: RString) -> Result<Self, Error> {
+        let guard: FenceGuard<String> = records::read(ruby, text)?;
+        Ok(Self(RefCell::new(guard)))
+    }
+
+    /// `check(resource, owner, token)`: true iff the token is at least the resource's mark (token 0: never).
+    fn check(ruby: &Ruby, rb_self: Obj<Self>, resource: Value, owner: Value, token: Value) -> Result<bool, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        let owner = owner_arg(ruby, owner)?;
+        let token = token_arg(ruby, "token", token)?;
+        rb_self.check_frozen()?;
+        let mut guard = rb_self.0.try_borrow_mut().map_err(|_| busy(ruby))?;
+        Ok(token.is_some_and(|token| guard.check(&FencedWrite::new(resource, owner, token, ()))))
+    }
+
+    fn highest(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<u64>, Error> {
+        let resource = resource_arg(ruby, resource)?;
+        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.highest(&resource).map(FencingToken::value))
+    }
+
+    fn marks(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
+        let guard = rb_self.0.try_borrow().map_err(|_| busy(ruby))?;
+        Ok(ruby.ary_from_iter(guard.marks().map(|mark| {
+            let values: [Value; 3] = [
+                frozen(ruby, &mark.resource).as_value(),
+                magnus::IntoValue::into_value_with(mark.token.value(), ruby),
+                magnus::IntoValue::into_value_with(mark.owner.value(), ruby),
+            ];
+            ruby.ary_new_from_values(&values)
+        })))
+    }
+
+    fn to_json(ruby: &Ruby, rb_self: &Self) -> Result<RString, Error> {
+        Ok(ruby.str_new(&rb_self.0.try_borrow().map_err(|_| busy(ruby))?.to_json()))
+    }
+}
+
+pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let class = module.define_class("Table", ruby.class_object())?;
+    class.undef_default_alloc_func();
+    class.define_singleton_method("_new", magnus::function!(RbTable::new, 2))?;
+    class.define_singleton_method("_from_json", magnus::function!(RbTable::from_json, 3))?;
+    class.define_method("_acquire", magnus::method!(RbTable::acquire, 5))?;
+    class.define_method("_reacquire", magnus::method!(RbTable::reacquire, 4))?;
+    class.define_method("_renew", magnus::method!(RbTable::renew, 5))?;
+    class.define_method("_release", magnus::method!(RbTable::release, 4))?;
+    class.define_method("_transfer", magnus::method!(RbTable::transfer, 6))?;
+    class.define_method("_reap", magnus::method!(RbTable::reap, 2))?;
+    class.define_method("_acquire_leadership", magnus::method!(RbTable::acquire_leadership, 5))?;
+    class.define_method("_reap_expired", magnus::method!(RbTable::reap_expired, 1))?;
+    class.define_method("_apply_batch", magnus::method!(RbTable::apply_batch, 1))?;
+    class.define_method("_lease", magnus::method!(RbTable::lease, 1))?;
+    class.define_method("_revision", magnus::method!(RbTable::revision, 1))?;
+    class.define_method("_last_issued", magnus::method!(RbTable::last_issued, 1))?;
+    class.define_method("_term", magnus::method!(RbTable::term, 1))?;
+    class.define_method("size", magnus::method!(RbTable::size, 0))?;
+    class.define_method("observed", magnus::method!(RbTable::observed, 0))?;
+    class.define_method("clock_policy", magnus::method!(RbTable::clock_policy, 0))?;
+    class.define_method("_events", magnus::method!(RbTable::events, 0))?;
+    class.define_method("dropped_events", magnus::method!(RbTable::dropped_events, 0))?;
+    class.define_method("event_capacity", magnus::method!(RbTable::event_capacity, 0))?;
+    class.define_method("_metrics", magnus::method!(RbTable::metrics, 1))?;
+    class.define_method("_to_json", magnus::method!(RbTable::to_json, 0))?;
+    class.define_method("inspect", magnus::method!(RbTable::inspect, 0))?;
+
+    let guard = module.define_class("FenceGuard", ruby.class_object())?;
+    guard.undef_default_alloc_func();
+    guard.define_singleton_method("_new", magnus::function!(RbFenceGuard::new, 1))?;
+    guard.define_singleton_method("_from_json", magnus::function!(RbFenceGuard::from_json, 1))?;
+    guard.define_method("_check", magnus::method!(RbFenceGuard::check, 3))?;
+    guard.define_method("_highest", magnus::method!(RbFenceGuard::highest, 1))?;
+    guard.define_method("_marks", magnus::method!(RbFenceGuard::marks, 0))?;
+    guard.define_method("_to_json", magnus::method!(RbFenceGuard::to_json, 0))?;
+    Ok(())
+}
