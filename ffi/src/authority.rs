@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use lease_machines::{Checkpoint, Decision, FencingToken, Lease, LeaseAuthority};
 use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, TryConvert, Value};
 
-use crate::convert::{on_grid, owner_arg, seconds, seconds_arg, shown, token_arg};
+use crate::convert::{never_current, on_grid, owner_arg, seconds, seconds_arg, shown, token_arg};
 use crate::symbols::{self, Status};
 use crate::values::{self, RbCheckpoint, RbLease};
 
@@ -97,7 +97,7 @@ impl RbAuthority {
         let token = token_arg(ruby, "token", token)?;
         let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
         Self::decide(ruby, rb_self, |authority| {
-            let token = token.unwrap_or_else(|| never_current(authority));
+            let token = token.unwrap_or_else(|| never_current(authority.lease().map(|lease| lease.token())));
             authority.renew(owner, token, now, ttl)
         })
     }
@@ -107,7 +107,7 @@ impl RbAuthority {
         let token = token_arg(ruby, "token", token)?;
         let now = seconds_arg(ruby, "now", now)?;
         Self::decide(ruby, rb_self, |authority| {
-            let token = token.unwrap_or_else(|| never_current(authority));
+            let token = token.unwrap_or_else(|| never_current(authority.lease().map(|lease| lease.token())));
             authority.release(owner, token, now)
         })
     }
@@ -151,15 +151,6 @@ fn deadline_on_grid(authority: &mut LeaseAuthority, lease: Lease) -> Lease {
         *authority = LeaseAuthority::restore(checkpoint).with_clock_policy(authority.clock_policy());
     }
     lease
-}
-
-/// A token that is never the current lease's: what a presented token 0 (which no authority issues) stands for, so
-/// the request still goes through the clock and TTL checks and is refused as `:not_held` or `:stale_token`.
-fn never_current(authority: &LeaseAuthority) -> FencingToken {
-    match authority.lease() {
-        Some(lease) if lease.token() == FencingToken::FIRST => FencingToken::LAST,
-        _ => FencingToken::FIRST,
-    }
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {

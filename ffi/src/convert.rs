@@ -20,7 +20,7 @@
 use core::time::Duration;
 
 use lease_machines::{FencingToken, OwnerId};
-use magnus::{value::ReprValue, Error, Float, Integer, Ruby, Value};
+use magnus::{value::ReprValue, Error, Float, Integer, RArray, Ruby, Value};
 
 /// `inspect` of a value for an error message, bounded so a huge Bignum or String cannot flood it.
 pub fn shown(value: Value) -> String {
@@ -140,4 +140,46 @@ pub fn seconds(duration: Duration) -> f64 {
 /// A computed deadline as a Float, rounded up (see [`on_grid`]).
 pub fn deadline(duration: Duration) -> f64 {
     seconds(on_grid(duration))
+}
+
+/// A token that is never `current`: what a presented token 0 (which is never issued) stands for, so the request
+/// still goes through every check before it is refused as `:not_held` or `:stale_token`.
+pub fn never_current(current: Option<FencingToken>) -> FencingToken {
+    if current == Some(FencingToken::FIRST) {
+        FencingToken::LAST
+    } else {
+        FencingToken::FIRST
+    }
+}
+
+/// An Array argument; anything else is a `TypeError` naming it.
+pub fn array_arg(ruby: &Ruby, name: &str, value: Value) -> Result<RArray, Error> {
+    RArray::from_value(value).ok_or_else(|| {
+        Error::new(ruby.exception_type_error(), format!("{name} must be an Array, got {}", shown(value)))
+    })
+}
+
+/// The `index`-th element of `array`, or an `ArgumentError` naming what is missing.
+pub fn entry(ruby: &Ruby, array: RArray, index: usize, what: &str) -> Result<Value, Error> {
+    if index >= array.len() {
+        return Err(Error::new(ruby.exception_arg_error(), format!("{what} is missing")));
+    }
+    array.entry(index as isize)
+}
+
+/// An Array of `width`-element Arrays (the rows the Ruby layer builds from its `Data` values).
+pub fn rows_arg(ruby: &Ruby, name: &str, value: Value, width: usize) -> Result<Vec<RArray>, Error> {
+    let list = array_arg(ruby, name, value)?;
+    let mut rows = Vec::with_capacity(list.len());
+    for index in 0..list.len() {
+        let row = array_arg(ruby, name, entry(ruby, list, index, name)?)?;
+        if row.len() != width {
+            return Err(Error::new(
+                ruby.exception_arg_error(),
+                format!("each of {name} must have {width} fields, got {}", row.len()),
+            ));
+        }
+        rows.push(row);
+    }
+    Ok(rows)
 }

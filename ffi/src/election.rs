@@ -7,30 +7,8 @@ use lease_machines::{
 };
 use magnus::{prelude::*, value::ReprValue, Error, IntoValue, RArray, RModule, Ruby, Value};
 
-use crate::convert::{owner_arg, shown, u64_arg};
+use crate::convert::{array_arg as array, owner_arg, rows_arg as entries, shown, u64_arg};
 use crate::symbols;
-
-fn array(ruby: &Ruby, name: &str, value: Value) -> Result<RArray, Error> {
-    RArray::from_value(value).ok_or_else(|| {
-        Error::new(ruby.exception_type_error(), format!("{name} must be an Array, got {}", shown(value)))
-    })
-}
-
-fn entries(ruby: &Ruby, name: &str, value: Value, width: usize) -> Result<Vec<RArray>, Error> {
-    let list = array(ruby, name, value)?;
-    let mut rows = Vec::with_capacity(list.len());
-    for index in 0..list.len() {
-        let row = array(ruby, name, list.entry(index as isize)?)?;
-        if row.len() != width {
-            return Err(Error::new(
-                ruby.exception_arg_error(),
-                format!("each of {name} must have {width} fields, got {}", row.len()),
-            ));
-        }
-        rows.push(row);
-    }
-    Ok(rows)
-}
 
 fn bool_arg(ruby: &Ruby, name: &str, value: Value) -> Result<bool, Error> {
     if value.is_kind_of(ruby.class_true_class()) {

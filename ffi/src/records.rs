@@ -13,7 +13,7 @@ use magnus::{
 use crate::errors;
 use crate::values::RbCheckpoint;
 
-use crate::convert::{issued_token_arg, owner_arg, seconds, seconds_arg, shown, u64_arg};
+use crate::convert::{array_arg, entry, issued_token_arg, owner_arg, seconds, seconds_arg, shown, u64_arg};
 use crate::symbols;
 use crate::values::RbLease;
 
@@ -69,20 +69,6 @@ pub fn event(ruby: &Ruby, event: &Event<String>) -> RArray {
         event.replaced.map(|lease| RbLease::wrap(ruby, lease)).into_value_with(ruby),
     ];
     ruby.ary_new_from_values(&values)
-}
-
-/// The `index`-th element of `array`, or an `ArgumentError` naming what is missing.
-fn entry(ruby: &Ruby, array: RArray, index: usize, what: &str) -> Result<Value, Error> {
-    if index >= array.len() {
-        return Err(Error::new(ruby.exception_arg_error(), format!("{what} is missing")));
-    }
-    array.entry(index as isize)
-}
-
-fn array_arg(ruby: &Ruby, name: &str, value: Value) -> Result<RArray, Error> {
-    RArray::from_value(value).ok_or_else(|| {
-        Error::new(ruby.exception_type_error(), format!("{name} must be an Array, got {}", shown(value)))
-    })
 }
 
 /// An event as [`event`] shapes it (what `LeaseMachines::Event#deconstruct` gives).
@@ -182,17 +168,15 @@ pub fn metrics_arg(ruby: &Ruby, value: Value) -> Result<Metrics, Error> {
 
 /// `[checked_events, [[code, resource, event_index, message], ...]]`.
 pub fn report(ruby: &Ruby, report: &AuditReport<String>) -> (u64, RArray) {
-    let findings = ruby.ary_new_capa(report.findings.len());
-    for finding in &report.findings {
+    let findings = ruby.ary_from_iter(report.findings.iter().map(|finding| {
         let values: [Value; 4] = [
             symbols::finding_code(ruby, finding.code).as_value(),
             frozen(ruby, &finding.resource).as_value(),
             finding.event_index.into_value_with(ruby),
             frozen(ruby, &finding.code.to_string()).as_value(),
         ];
-        // Pushing onto a fresh Array cannot fail.
-        let _ = findings.push(ruby.ary_new_from_values(&values));
-    }
+        ruby.ary_new_from_values(&values)
+    }));
     (report.checked_events, findings)
 }
 

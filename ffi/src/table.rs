@@ -3,7 +3,7 @@
 //! Every argument is converted and checked before the table is touched, so a call that raises changes nothing.
 //! Decisions come back as `[status, lease, reason]`, the lease as the `TableLease` array of `records`.
 
-use std::cell::RefCell;
+use std::cell::{Ref, RefCell, RefMut};
 
 use lease_machines::json::Json;
 use lease_machines::{
@@ -14,7 +14,9 @@ use magnus::{
     prelude::*, typed_data::Obj, value::ReprValue, Error, RArray, RModule, RString, Ruby, StaticSymbol, Value,
 };
 
-use crate::convert::{issued_token_arg, on_grid, owner_arg, seconds, seconds_arg, shown, token_arg, u64_arg};
+use crate::convert::{
+    issued_token_arg, never_current, on_grid, owner_arg, seconds, seconds_arg, shown, token_arg, u64_arg,
+};
 use crate::records::{self, frozen, resource_arg};
 use crate::symbols::{self, CommandName, Status};
 
@@ -38,17 +40,9 @@ fn capacity_arg(ruby: &Ruby, value: Value) -> Result<usize, Error> {
     })
 }
 
-fn busy(ruby: &Ruby) -> Error {
-    Error::new(ruby.exception_runtime_error(), "LeaseMachines::Table is busy")
-}
-
-/// A token as presented: 0 (never issued) stands for a token that is never the resource's current one, so the
-/// command still goes through every check before it is refused as `:not_held` or `:stale_token`.
+/// A token as presented, with 0 (never issued) standing for a token that is never the resource's current one.
 fn presented(table: &LeaseTable<String>, resource: &String, token: Option<FencingToken>) -> FencingToken {
-    token.unwrap_or_else(|| match table.lease(resource) {
-        Some(lease) if lease.token() == FencingToken::FIRST => FencingToken::LAST,
-        _ => FencingToken::FIRST,
-    })
+    token.unwrap_or_else(|| never_current(table.lease(resource).map(|lease| lease.token())))
 }
 
 fn tuple(ruby: &Ruby, decision: &TableDecision<String>) -> Tuple {
@@ -88,7 +82,7 @@ impl RbTable {
     ) -> Result<Tuple, Error> {
         rb_self.check_frozen()?;
         let decision = {
-            let mut table = rb_self.0.try_borrow_mut().map_err(|_| busy(ruby))?;
+            let mut table = rb_self.borrowed_mut(ruby)?;
             decide(&mut table)
         };
         Ok(tuple(ruby, &decision))
@@ -216,7 +210,7 @@ impl RbTable {
     fn reap_expired(ruby: &Ruby, rb_self: Obj<Self>, now: Value) -> Result<(RArray, Option<StaticSymbol>), Error> {
         let now = seconds_arg(ruby, "now", now)?;
         rb_self.check_frozen()?;
-        let reaped = rb_self.0.try_borrow_mut().map_err(|_| busy(ruby))?.reap_expired(now);
+        let reaped = rb_self.borrowed_mut(ruby)?.reap_expired(now);
         Ok(match reaped {
             Ok(leases) => (ruby.ary_from_iter(leases.iter().map(|lease| records::table_lease(ruby, lease))), None),
             Err(reason) => (ruby.ary_new(), Some(symbols::reason(ruby, reason))),
@@ -232,7 +226,7 @@ impl RbTable {
         }
         rb_self.check_frozen()?;
         let result: Vec<TableDecision<String>> = {
-            let mut table = rb_self.0.try_borrow_mut().map_err(|_| busy(ruby))?;
+            let mut table = rb_self.borrowed_mut(ruby)?;
             timed
                 .into_iter()
                 .map(|(mut entry, zero_token)| {
@@ -251,62 +245,62 @@ impl RbTable {
 
     fn lease(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<RArray>, Error> {
         let resource = resource_arg(ruby, resource)?;
-        let table = rb_self.0.try_borrow().map_err(|_| busy(ruby))?;
+        let table = rb_self.borrowed(ruby)?;
         Ok(table.lease(&resource).map(|lease| records::table_lease(ruby, &lease)))
     }
 
     fn revision(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<u64, Error> {
         let resource = resource_arg(ruby, resource)?;
-        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.revision(&resource))
+        Ok(rb_self.borrowed(ruby)?.revision(&resource))
     }
 
     fn last_issued(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<u64>, Error> {
         let resource = resource_arg(ruby, resource)?;
-        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.last_issued(&resource).map(FencingToken::value))
+        Ok(rb_self.borrowed(ruby)?.last_issued(&resource).map(FencingToken::value))
     }
 
     fn term(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<u64>, Error> {
         let resource = resource_arg(ruby, resource)?;
-        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.term(&resource))
+        Ok(rb_self.borrowed(ruby)?.term(&resource))
     }
 
     fn size(ruby: &Ruby, rb_self: &Self) -> Result<usize, Error> {
-        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.len())
+        Ok(rb_self.borrowed(ruby)?.len())
     }
 
     fn observed(ruby: &Ruby, rb_self: &Self) -> Result<f64, Error> {
-        Ok(seconds(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.observed()))
+        Ok(seconds(rb_self.borrowed(ruby)?.observed()))
     }
 
     fn clock_policy(ruby: &Ruby, rb_self: &Self) -> Result<StaticSymbol, Error> {
-        Ok(symbols::clock_policy(ruby, rb_self.0.try_borrow().map_err(|_| busy(ruby))?.clock_policy()))
+        Ok(symbols::clock_policy(ruby, rb_self.borrowed(ruby)?.clock_policy()))
     }
 
     fn events(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
-        let table = rb_self.0.try_borrow().map_err(|_| busy(ruby))?;
+        let table = rb_self.borrowed(ruby)?;
         Ok(ruby.ary_from_iter(table.events().map(|event| records::event(ruby, event))))
     }
 
     fn dropped_events(ruby: &Ruby, rb_self: &Self) -> Result<u64, Error> {
-        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.sink().dropped())
+        Ok(rb_self.borrowed(ruby)?.sink().dropped())
     }
 
     fn event_capacity(ruby: &Ruby, rb_self: &Self) -> Result<usize, Error> {
-        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.sink().capacity())
+        Ok(rb_self.borrowed(ruby)?.sink().capacity())
     }
 
     fn metrics(ruby: &Ruby, rb_self: &Self, now: Value) -> Result<RArray, Error> {
         let now = seconds_arg(ruby, "now", now)?;
-        let metrics = rb_self.0.try_borrow().map_err(|_| busy(ruby))?.metrics(now);
+        let metrics = rb_self.borrowed(ruby)?.metrics(now);
         records::metrics(ruby, &metrics)
     }
 
     fn to_json(ruby: &Ruby, rb_self: &Self) -> Result<RString, Error> {
-        Ok(ruby.str_new(&rb_self.0.try_borrow().map_err(|_| busy(ruby))?.checkpoint().to_json()))
+        Ok(ruby.str_new(&rb_self.borrowed(ruby)?.checkpoint().to_json()))
     }
 
     fn inspect(ruby: &Ruby, rb_self: &Self) -> Result<String, Error> {
-        let table = rb_self.0.try_borrow().map_err(|_| busy(ruby))?;
+        let table = rb_self.borrowed(ruby)?;
         Ok(format!(
             "#<LeaseMachines::Table resources={} observed={} clock_policy={}>",
             table.len(),
@@ -328,7 +322,7 @@ fn command(ruby: &Ruby, fields: RArray) -> Result<(TimedCommand<String>, bool), 
     let needs_token = matches!(name, CommandName::Renew | CommandName::Release | CommandName::Transfer);
     let presented = if needs_token { token_arg(ruby, "token", field(4)?)? } else { None };
     let zero_token = needs_token && presented.is_none();
-    let token = || -> Result<FencingToken, Error> { Ok(presented.unwrap_or(FencingToken::FIRST)) };
+    let token = presented.unwrap_or(FencingToken::FIRST);
     let command = match name {
         CommandName::Acquire => {
             let expected = field(7)?;
@@ -337,12 +331,12 @@ fn command(ruby: &Ruby, fields: RArray) -> Result<(TimedCommand<String>, bool), 
             Command::Acquire { resource, owner: owner()?, ttl: ttl()?, expected_revision }
         }
         CommandName::Reacquire => Command::Reacquire { resource, owner: owner()?, ttl: ttl()? },
-        CommandName::Renew => Command::Renew { resource, owner: owner()?, token: token()?, ttl: ttl()? },
-        CommandName::Release => Command::Release { resource, owner: owner()?, token: token()? },
+        CommandName::Renew => Command::Renew { resource, owner: owner()?, token, ttl: ttl()? },
+        CommandName::Release => Command::Release { resource, owner: owner()?, token },
         CommandName::Transfer => Command::Transfer {
             resource,
             owner: owner()?,
-            token: token()?,
+            token,
             new_owner: u64_arg(ruby, "new_owner", field(5)?).map(OwnerId::new)?,
             ttl: ttl()?,
         },
@@ -389,17 +383,17 @@ impl RbFenceGuard {
         let owner = owner_arg(ruby, owner)?;
         let token = token_arg(ruby, "token", token)?;
         rb_self.check_frozen()?;
-        let mut guard = rb_self.0.try_borrow_mut().map_err(|_| busy(ruby))?;
+        let mut guard = rb_self.borrowed_mut(ruby)?;
         Ok(token.is_some_and(|token| guard.check(&FencedWrite::new(resource, owner, token, ()))))
     }
 
     fn highest(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<u64>, Error> {
         let resource = resource_arg(ruby, resource)?;
-        Ok(rb_self.0.try_borrow().map_err(|_| busy(ruby))?.highest(&resource).map(FencingToken::value))
+        Ok(rb_self.borrowed(ruby)?.highest(&resource).map(FencingToken::value))
     }
 
     fn marks(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
-        let guard = rb_self.0.try_borrow().map_err(|_| busy(ruby))?;
+        let guard = rb_self.borrowed(ruby)?;
         Ok(ruby.ary_from_iter(guard.marks().map(|mark| {
             let values: [Value; 3] = [
                 frozen(ruby, &mark.resource).as_value(),
@@ -411,7 +405,43 @@ impl RbFenceGuard {
     }
 
     fn to_json(ruby: &Ruby, rb_self: &Self) -> Result<RString, Error> {
-        Ok(ruby.str_new(&rb_self.0.try_borrow().map_err(|_| busy(ruby))?.to_json()))
+        Ok(ruby.str_new(&rb_self.borrowed(ruby)?.to_json()))
+    }
+}
+
+/// The state behind a Ruby object, borrowed; a re-entrant call (from a callback inside a conversion) is a
+/// `RuntimeError`, never a panic.
+trait Borrowed {
+    type State;
+    const CLASS: &'static str;
+    fn cell(&self) -> &RefCell<Self::State>;
+
+    fn busy(ruby: &Ruby) -> Error {
+        Error::new(ruby.exception_runtime_error(), format!("{} is busy", Self::CLASS))
+    }
+
+    fn borrowed(&self, ruby: &Ruby) -> Result<Ref<'_, Self::State>, Error> {
+        self.cell().try_borrow().map_err(|_| Self::busy(ruby))
+    }
+
+    fn borrowed_mut(&self, ruby: &Ruby) -> Result<RefMut<'_, Self::State>, Error> {
+        self.cell().try_borrow_mut().map_err(|_| Self::busy(ruby))
+    }
+}
+
+impl Borrowed for RbTable {
+    type State = LeaseTable<String>;
+    const CLASS: &'static str = "LeaseMachines::Table";
+    fn cell(&self) -> &RefCell<Self::State> {
+        &self.0
+    }
+}
+
+impl Borrowed for RbFenceGuard {
+    type State = FenceGuard<String>;
+    const CLASS: &'static str = "LeaseMachines::FenceGuard";
+    fn cell(&self) -> &RefCell<Self::State> {
+        &self.0
     }
 }
 
