@@ -26,12 +26,16 @@ Gem::Specification.new do |spec|
   # The source gem carries the whole Cargo workspace (the core crate included) and compiles it on install.
   spec.files = Dir[
     "lib/**/*.rb", "sig/**/*.rbs", "ext/**/*.rb", "exe/*",
-    "Cargo.toml", "Cargo.lock", "core/Cargo.toml", "core/src/**/*.rs", "core/README.md",
+    "Cargo.toml", "Cargo.lock", "core/Cargo.toml", "core/src/**/*.rs", "core/benches/*.rs", "core/*.md", "core/LICENSE.txt",
     "ffi/Cargo.toml", "ffi/src/**/*.rs",
     "README.md", "CHANGELOG.md", "LICENSE.txt"
   ]
   spec.require_paths = ["lib"]
+  spec.bindir = "exe"
+  spec.executables = ["lease_machines"]
   spec.extensions = ["ext/lease_machines_native/extconf.rb"]
 
   spec.add_dependency "rb_sys", "~> 0.9.130"
+  # The progress bar of `lease_machines simulate` on a terminal.
+  spec.add_dependency "ruby-progressbar", "~> 1.13"
 end

@@ -72,17 +72,17 @@ module LeaseMachines
 
     # Asks for the lease for +owner+ (Integer, 0..2**64-1) at +now+ (Float seconds) for +ttl+ (Float seconds).
     # Granted with a token greater than every earlier one when no lease is live at +now+.
-    def acquire(owner:, now:, ttl:) = Decision.new(*_acquire(owner, now, ttl))
+    def acquire(owner:, now:, ttl:) = _acquire(owner, now, ttl)
 
     # Like #acquire, but the owner of the live lease gets a new lease with a new, greater token (the old token is
     # stale from then on). Another owner's live lease is still +:occupied+.
-    def reacquire(owner:, now:, ttl:) = Decision.new(*_reacquire(owner, now, ttl))
+    def reacquire(owner:, now:, ttl:) = _reacquire(owner, now, ttl)
 
     # Extends the current lease to max(expires_at, now + ttl), keeping its token. Needs the current owner and token.
-    def renew(owner:, token:, now:, ttl:) = Decision.new(*_renew(owner, token, now, ttl))
+    def renew(owner:, token:, now:, ttl:) = _renew(owner, token, now, ttl)
 
     # Gives the current lease back. Needs the current owner and token.
-    def release(owner:, token:, now:) = Decision.new(*_release(owner, token, now))
+    def release(owner:, token:, now:) = _release(owner, token, now)
 
     private :_acquire, :_reacquire, :_renew, :_release
   end
@@ -156,3 +156,4 @@ end
 
 require_relative "lease_machines/table"
 require_relative "lease_machines/election"
+require_relative "lease_machines/simulation"

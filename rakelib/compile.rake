@@ -3,7 +3,8 @@
 require "rb_sys/extensiontask"
 
 # The crate lives in ffi/ (a member of the Cargo workspace), its extconf.rb in ext/lease_machines_native/ where
-# gem installs look for it. rb_sys's task would otherwise point cargo at the extconf's directory.
+# gem installs look for it. rb_sys's rake task points cargo at the extconf's directory unless told otherwise here
+# (`gem install` needs no such help: the extconf itself names ../../ffi).
 ENV["RB_SYS_CARGO_MANIFEST_DIR"] ||= File.expand_path("../ffi", __dir__)
 
 # `rake compile` builds ffi/ with cargo (through ext/lease_machines_native/extconf.rb) and copies the extension to

@@ -48,6 +48,9 @@ class ReadmeTest < Minitest::Test
     end
     scope = context.instance_eval { binding }
     self.class.blocks.each do |block|
+      # The SQLite store's example needs the sqlite3 gem, which the gem does not depend on.
+      next if !SQLITE3 && block.source.include?("lease_machines/store")
+
       scope.eval(self.class.instrument(block), README, block.line)
     end
 

@@ -2,7 +2,7 @@
 
 require "test_helper"
 require "tmpdir"
-require "lease_machines/store"
+require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
 
 # A bounded multi-process soak: worker processes acquire, write through the fence and release on two resources
 # while the test kills them with SIGKILL at random moments and starts replacements. Afterwards the database is
@@ -13,6 +13,7 @@ class StoreSoakTest < Minitest::Test
   WORKERS = 4
 
   def setup
+    requires_sqlite3!
     skip "forks workers; run in the plain suite only" if GC_STRESS || RBS_TEST
     @dir = Dir.mktmpdir("lease-soak")
     @path = File.join(@dir, "soak.sqlite3")

@@ -2,13 +2,14 @@
 
 require "test_helper"
 require "tmpdir"
-require "lease_machines/store"
+require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
 
 # The SQLite store: every decision, durably, and every error path with nothing half-applied.
 class StoreTest < Minitest::Test
   R = "nightly-report"
 
   def setup
+    requires_sqlite3!
     @dir = Dir.mktmpdir("lease-store")
     @path = File.join(@dir, "leases.sqlite3")
     @store = LeaseMachines::Store.new(@path)
@@ -193,6 +194,7 @@ class StoreTransactionTest < Minitest::Test
   R = "nightly-report"
 
   def setup
+    requires_sqlite3!
     @dir = Dir.mktmpdir("lease-store")
     @store = LeaseMachines::Store.new(File.join(@dir, "leases.sqlite3"))
     @store.database.execute("CREATE TABLE report (token INTEGER UNIQUE)")

@@ -13,6 +13,18 @@ module LeaseMachines
   module TestSupport
     GC_STRESS = ENV["LEASE_MACHINES_GC_STRESS"] == "1"
     RBS_TEST = ENV["LEASE_MACHINES_RBS_TEST"] == "1"
+    # The suite run against an installed gem (rake platform:prove sets LEASE_MACHINES_TEST_INSTALLED=1): the
+    # extension must come from GEM_HOME, and tests of this checkout's scripts skip themselves.
+    INSTALLED = ENV["LEASE_MACHINES_TEST_INSTALLED"] == "1"
+    # Under qemu-aarch64-static without binfmt a child Ruby cannot be started: tests that run one skip themselves.
+    NO_SPAWN = ENV["LEASE_MACHINES_TEST_NO_SPAWN"] == "1"
+    # Whether the sqlite3 gem loads (LeaseMachines::Store needs it; the gem does not depend on it).
+    SQLITE3 = begin
+      require "sqlite3"
+      true
+    rescue LoadError
+      false
+    end
 
     def before_setup
       super
@@ -22,6 +34,16 @@ module LeaseMachines
     def after_teardown
       GC.stress = false if GC_STRESS
       super
+    end
+
+    # Skip a test of LeaseMachines::Store when this Ruby has no sqlite3 gem.
+    def requires_sqlite3!
+      skip "the sqlite3 gem is not installed for this Ruby" unless SQLITE3
+    end
+
+    # Skip a test that starts another Ruby process when that is impossible here.
+    def spawns_ruby!
+      skip "cannot start a child Ruby here (qemu-user without binfmt)" if NO_SPAWN
     end
 
     # Skip a test that passes arguments outside the signatures on purpose.
@@ -42,3 +64,12 @@ module LeaseMachines
 end
 
 Minitest::Test.include(LeaseMachines::TestSupport)
+
+if LeaseMachines::TestSupport::INSTALLED
+  native = $LOADED_FEATURES.grep(/lease_machines_native/)
+  unless !native.empty? && native.all? { |path| path.start_with?(ENV.fetch("GEM_HOME")) }
+    abort "test_helper: LEASE_MACHINES_TEST_INSTALLED=1, but the extension was loaded from #{native.inspect}, " \
+          "not from GEM_HOME (#{ENV.fetch("GEM_HOME", "unset")})"
+  end
+  puts "Testing the installed gem: #{native.first}"
+end

@@ -10,6 +10,8 @@ class WorkerSevenTest < Minitest::Test
 
   def setup
     skip "forks workers; run in the plain suite only" if GC_STRESS || RBS_TEST
+    skip "runs this checkout's bin/worker-seven, not the installed gem" if INSTALLED
+    requires_sqlite3!
   end
 
   def test_the_stale_write_is_refused

@@ -55,7 +55,7 @@ pub use election::{
 #[cfg(feature = "alloc")]
 pub use fence_guard::{FenceGuard, FenceMark, FencedWrite};
 #[cfg(feature = "simulation")]
-pub use simulation::{simulate, FenceMode, Scenario, SimulationConfig, SimulationError, SimulationReport};
+pub use simulation::{simulate, FenceMode, Scenario, Simulation, SimulationConfig, SimulationError, SimulationReport};
 #[cfg(feature = "alloc")]
 pub use table::{
     audit, validate_record, AuditReport, BatchResult, Command, Discard, Event, EventKind, EventLog, EventSink, Finding,

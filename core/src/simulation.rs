@@ -205,15 +205,17 @@ impl fmt::Display for SimulationError {
         match self {
             Self::Workers(workers) => write!(
                 f,
-                "workers must be in {}..={}, not {workers}",
+                "workers must be between {} and {}, not {workers}",
                 SimulationConfig::MIN_WORKERS,
                 SimulationConfig::MAX_WORKERS
             ),
             Self::Resources(resources) => {
-                write!(f, "resources must be in 1..={}, not {resources}", SimulationConfig::MAX_RESOURCES)
+                write!(f, "resources must be between 1 and {}, not {resources}", SimulationConfig::MAX_RESOURCES)
             }
             Self::Ttl(ttl) => write!(f, "ttl must be at least {:?}, not {ttl:?}", SimulationConfig::MIN_TTL),
-            Self::TooLong => f.write_str("cycles times ttl is more simulated time than 2^64 nanoseconds"),
+            Self::TooLong => f.write_str(
+                "cycles are too many for the ttl: (cycles + 8) * 2 * ttl must stay within 2**64 - 1 nanoseconds",
+            ),
         }
     }
 }
@@ -360,13 +362,87 @@ impl SimulationReport {
 /// (`0` for none, else `1` then the term); the replaced lease (`0` for none, else `1`, its owner, its token, its
 /// `expires_at` in nanoseconds low and high).
 pub fn simulate(config: &SimulationConfig) -> Result<SimulationReport, SimulationError> {
-    config.validate()?;
-    let mut run = Run::new(config)?;
-    match config.scenario {
-        Scenario::Contention => run.contention(),
-        Scenario::Failover => run.failover(),
+    Simulation::new(*config).map(Simulation::finish)
+}
+
+/// A [`simulate`] run that can be taken a few cycles at a time, to show progress or to stop early: [`step`] runs
+/// cycles, [`finish`] runs whatever is left and returns the report. However the cycles are split into steps, the
+/// report is the one [`simulate`] returns for the same configuration.
+///
+/// ```
+/// use lease_machines::{simulate, Simulation, SimulationConfig};
+///
+/// let config = SimulationConfig { cycles: 1_000, ..SimulationConfig::failover_preset() };
+/// let mut simulation = Simulation::new(config)?;
+/// while !simulation.is_finished() {
+///     let ran = simulation.step(300); // 300, 300, 300, then 100
+///     assert!(ran > 0);
+/// }
+/// assert_eq!(simulation.cycles_run(), 1_000);
+/// let report = simulation.finish();
+/// assert_eq!(report, simulate(&config)?);
+/// assert!(report.is_safe());
+/// # Ok::<(), lease_machines::SimulationError>(())
+/// ```
+///
+/// [`step`]: Self::step
+/// [`finish`]: Self::finish
+pub struct Simulation {
+    run: Run,
+}
+
+impl Simulation {
+    /// A simulation of `config`, no cycle run yet; refused with the [`SimulationError`] that
+    /// [`SimulationConfig::validate`] returns.
+    pub fn new(config: SimulationConfig) -> Result<Self, SimulationError> {
+        config.validate()?;
+        Ok(Self { run: Run::new(config)? })
     }
-    Ok(run.finish())
+
+    /// The configuration being run.
+    #[must_use]
+    pub const fn config(&self) -> &SimulationConfig {
+        &self.run.config
+    }
+
+    /// Cycles run so far, `0..=config().cycles`.
+    #[must_use]
+    pub const fn cycles_run(&self) -> u64 {
+        self.run.report.cycles
+    }
+
+    /// Whether every configured cycle has run.
+    #[must_use]
+    pub const fn is_finished(&self) -> bool {
+        self.run.report.cycles >= self.run.config.cycles
+    }
+
+    /// Runs up to `cycles` more cycles (fewer when fewer are left) and returns how many ran: `0` once
+    /// [finished](Self::is_finished).
+    pub fn step(&mut self, cycles: u64) -> u64 {
+        let left = self.run.config.cycles.saturating_sub(self.run.report.cycles);
+        let count = cycles.min(left);
+        for _ in 0..count {
+            self.run.cycle();
+        }
+        count
+    }
+
+    /// Runs the cycles left, audits the rest of the event log and returns the report.
+    #[must_use]
+    pub fn finish(mut self) -> SimulationReport {
+        self.step(u64::MAX);
+        self.run.finish()
+    }
+}
+
+impl fmt::Debug for Simulation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Simulation")
+            .field("config", self.config())
+            .field("cycles_run", &self.cycles_run())
+            .finish_non_exhaustive()
+    }
 }
 
 /// How many events the table's log holds before they are audited.
@@ -547,8 +623,8 @@ impl Ledger {
 }
 
 /// One simulation in progress.
-struct Run<'c> {
-    config: &'c SimulationConfig,
+struct Run {
+    config: SimulationConfig,
     ttl: Duration,
     ttl_ns: u64,
     cadence: Cadence,
@@ -559,6 +635,8 @@ struct Run<'c> {
     storage: FenceGuard<u64>,
     resources: Vec<ResourceView>,
     workers: Vec<Worker>,
+    /// In the failover scenario: each resource's holder.
+    incumbents: Vec<Option<Incumbent>>,
     ledger: Ledger,
     writes: u64,
     report: SimulationReport,
@@ -568,8 +646,8 @@ const fn at(nanos: u64) -> Duration {
     Duration::from_nanos(nanos)
 }
 
-impl<'c> Run<'c> {
-    fn new(config: &'c SimulationConfig) -> Result<Self, SimulationError> {
+impl Run {
+    fn new(config: SimulationConfig) -> Result<Self, SimulationError> {
         let ttl_ns = u64::try_from(config.ttl.as_nanos()).map_err(|_| SimulationError::TooLong)?;
         let ttl = at(ttl_ns);
         let renew_every = at(ttl_ns.checked_div(3).unwrap_or(0));
@@ -584,6 +662,10 @@ impl<'c> Run<'c> {
         for owner in 1..=config.workers {
             workers.push(Worker::new(OwnerId::new(owner)));
         }
+        let mut incumbents = Vec::new();
+        if config.scenario == Scenario::Failover {
+            incumbents.resize(resource_count, None);
+        }
         Ok(Self {
             config,
             ttl,
@@ -595,10 +677,11 @@ impl<'c> Run<'c> {
             storage: FenceGuard::new(),
             resources,
             workers,
+            incumbents,
             ledger: Ledger::new(resource_count),
             writes: 0,
             report: SimulationReport {
-                config: *config,
+                config,
                 cycles: 0,
                 leases_acquired: 0,
                 rotations: 0,
@@ -729,16 +812,22 @@ impl<'c> Run<'c> {
         }
     }
 
-    fn contention(&mut self) {
-        for _ in 0..self.config.cycles {
-            let step = self.between(self.ttl_part(16), self.ttl_part(16).saturating_add(self.ttl_part(8)));
-            self.advance(step);
-            let first = self.below(self.config.workers);
-            for offset in 0..self.config.workers {
-                let index = first.wrapping_add(offset).checked_rem(self.config.workers).unwrap_or(0);
-                self.take_turn(index);
-            }
-            self.end_cycle();
+    /// Runs one cycle of the configured scenario.
+    fn cycle(&mut self) {
+        match self.config.scenario {
+            Scenario::Contention => self.contention_cycle(),
+            Scenario::Failover => self.failover_cycle(),
+        }
+        self.end_cycle();
+    }
+
+    fn contention_cycle(&mut self) {
+        let step = self.between(self.ttl_part(16), self.ttl_part(16).saturating_add(self.ttl_part(8)));
+        self.advance(step);
+        let first = self.below(self.config.workers);
+        for offset in 0..self.config.workers {
+            let index = first.wrapping_add(offset).checked_rem(self.config.workers).unwrap_or(0);
+            self.take_turn(index);
         }
     }
 
@@ -923,32 +1012,27 @@ impl<'c> Run<'c> {
         }
     }
 
-    fn failover(&mut self) {
-        let mut incumbents: Vec<Option<Incumbent>> = Vec::with_capacity(self.resources.len());
-        incumbents.resize(self.resources.len(), None);
-        for _ in 0..self.config.cycles {
-            let resource = self.below(self.config.resources);
-            let Some(slot) = usize::try_from(resource).ok().and_then(|index| incumbents.get_mut(index)) else {
-                break;
-            };
-            let current = match slot.take() {
-                Some(incumbent) => Some(incumbent),
-                None => {
-                    let worker = self.below(self.config.workers);
-                    self.take_over(resource, worker)
-                }
-            };
-            let next = match current {
-                Some(incumbent) => self.fail_over(resource, incumbent),
-                None => None,
-            };
-            if let Some(slot) = usize::try_from(resource).ok().and_then(|index| incumbents.get_mut(index)) {
-                *slot = next;
+    fn failover_cycle(&mut self) {
+        let resource = self.below(self.config.resources);
+        let Some(slot) = usize::try_from(resource).ok().and_then(|index| self.incumbents.get_mut(index)) else {
+            return;
+        };
+        let current = match slot.take() {
+            Some(incumbent) => Some(incumbent),
+            None => {
+                let worker = self.below(self.config.workers);
+                self.take_over(resource, worker)
             }
-            let step = self.below(self.ttl_part(4).saturating_add(1));
-            self.advance(step);
-            self.end_cycle();
+        };
+        let next = match current {
+            Some(incumbent) => self.fail_over(resource, incumbent),
+            None => None,
+        };
+        if let Some(slot) = usize::try_from(resource).ok().and_then(|index| self.incumbents.get_mut(index)) {
+            *slot = next;
         }
+        let step = self.below(self.ttl_part(4).saturating_add(1));
+        self.advance(step);
     }
 
     /// `worker` acquires `resource` at the true time and writes.

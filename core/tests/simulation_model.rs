@@ -7,7 +7,7 @@
 
 use core::time::Duration;
 
-use lease_machines::{simulate, ClockPolicy, FenceMode, Scenario, SimulationConfig, SimulationReport};
+use lease_machines::{simulate, ClockPolicy, FenceMode, Scenario, Simulation, SimulationConfig, SimulationReport};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
@@ -101,6 +101,20 @@ proptest! {
         let report = run(&config);
         prop_assert!(report.takeovers > 0, "{:?}", report);
         prop_assert!(report.violations > 0, "{:?}", report);
+    }
+
+    #[test]
+    fn stepping_gives_the_report_of_one_run(config in configs(), steps in prop::collection::vec(0_u64..120, 0..12)) {
+        let mut simulation = Simulation::new(config).unwrap_or_else(|error| panic!("{config:?} is valid: {error}"));
+        let mut expected_run = 0;
+        for step in steps {
+            let ran = simulation.step(step);
+            prop_assert_eq!(ran, step.min(config.cycles - expected_run));
+            expected_run += ran;
+            prop_assert_eq!(simulation.cycles_run(), expected_run);
+            prop_assert_eq!(simulation.is_finished(), expected_run == config.cycles);
+        }
+        prop_assert_eq!(simulation.finish(), run(&config));
     }
 
     #[cfg(feature = "serde")]

@@ -6,11 +6,9 @@ use lease_machines::{Checkpoint, Decision, FencingToken, Lease, LeaseAuthority};
 use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, TryConvert, Value};
 
 use crate::convert::{never_current, on_grid, owner_arg, seconds, seconds_arg, shown, token_arg};
+use crate::data::DECISION;
 use crate::symbols::{self, Status};
 use crate::values::{self, RbCheckpoint, RbLease};
-
-/// What a native decision method returns: `[status, lease, reason]`.
-type Tuple = (StaticSymbol, Option<Obj<RbLease>>, Option<StaticSymbol>);
 
 #[magnus::wrap(class = "LeaseMachines::Authority", free_immediately, size)]
 pub struct RbAuthority(RefCell<LeaseAuthority>);
@@ -39,13 +37,13 @@ impl RbAuthority {
             .map_err(|_| Error::new(ruby.exception_runtime_error(), "LeaseMachines::Authority is busy"))
     }
 
-    /// Decides on a copy of the state, builds the Ruby answer, and only then commits the copy: if anything fails on
+    /// Decides on a copy of the state, builds the Ruby answer (a frozen `LeaseMachines::Decision`), and only then commits the copy: if anything fails on
     /// the way (a bad argument, an allocation), the authority is unchanged.
     fn decide(
         ruby: &Ruby,
         rb_self: Obj<Self>,
         decide: impl FnOnce(&mut LeaseAuthority) -> Decision,
-    ) -> Result<Tuple, Error> {
+    ) -> Result<Value, Error> {
         rb_self.check_frozen()?;
         let mut next = rb_self.state(ruby)?;
         let decision = match decide(&mut next) {
@@ -53,33 +51,35 @@ impl RbAuthority {
             Decision::Renewed(lease) => Decision::Renewed(deadline_on_grid(&mut next, lease)),
             other => other,
         };
-        let tuple = match decision {
+        let nil = ruby.qnil().as_value();
+        let members = match decision {
             Decision::Granted(lease) => {
-                (symbols::status(ruby, Status::Granted), Some(RbLease::wrap(ruby, lease)), None)
+                [symbols::status(ruby, Status::Granted).as_value(), RbLease::wrap(ruby, lease).as_value(), nil]
             }
             Decision::Renewed(lease) => {
-                (symbols::status(ruby, Status::Renewed), Some(RbLease::wrap(ruby, lease)), None)
+                [symbols::status(ruby, Status::Renewed).as_value(), RbLease::wrap(ruby, lease).as_value(), nil]
             }
-            Decision::Released => (symbols::status(ruby, Status::Released), None, None),
+            Decision::Released => [symbols::status(ruby, Status::Released).as_value(), nil, nil],
             Decision::Rejected(rejection) => {
-                (symbols::status(ruby, Status::Rejected), None, Some(symbols::reason(ruby, rejection)))
+                [symbols::status(ruby, Status::Rejected).as_value(), nil, symbols::reason(ruby, rejection).as_value()]
             }
         };
+        let answer = DECISION.build(ruby, members)?;
         let mut current = rb_self
             .0
             .try_borrow_mut()
             .map_err(|_| Error::new(ruby.exception_runtime_error(), "LeaseMachines::Authority is busy"))?;
         *current = next;
-        Ok(tuple)
+        Ok(answer)
     }
 
-    fn acquire(ruby: &Ruby, rb_self: Obj<Self>, owner: Value, now: Value, ttl: Value) -> Result<Tuple, Error> {
+    fn acquire(ruby: &Ruby, rb_self: Obj<Self>, owner: Value, now: Value, ttl: Value) -> Result<Value, Error> {
         let (owner, now, ttl) =
             (owner_arg(ruby, owner)?, seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
         Self::decide(ruby, rb_self, |authority| authority.acquire(owner, now, ttl))
     }
 
-    fn reacquire(ruby: &Ruby, rb_self: Obj<Self>, owner: Value, now: Value, ttl: Value) -> Result<Tuple, Error> {
+    fn reacquire(ruby: &Ruby, rb_self: Obj<Self>, owner: Value, now: Value, ttl: Value) -> Result<Value, Error> {
         let (owner, now, ttl) =
             (owner_arg(ruby, owner)?, seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
         Self::decide(ruby, rb_self, |authority| authority.reacquire(owner, now, ttl))
@@ -92,7 +92,7 @@ impl RbAuthority {
         token: Value,
         now: Value,
         ttl: Value,
-    ) -> Result<Tuple, Error> {
+    ) -> Result<Value, Error> {
         let owner = owner_arg(ruby, owner)?;
         let token = token_arg(ruby, "token", token)?;
         let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
@@ -102,7 +102,7 @@ impl RbAuthority {
         })
     }
 
-    fn release(ruby: &Ruby, rb_self: Obj<Self>, owner: Value, token: Value, now: Value) -> Result<Tuple, Error> {
+    fn release(ruby: &Ruby, rb_self: Obj<Self>, owner: Value, token: Value, now: Value) -> Result<Value, Error> {
         let owner = owner_arg(ruby, owner)?;
         let token = token_arg(ruby, "token", token)?;
         let now = seconds_arg(ruby, "now", now)?;

@@ -6,9 +6,11 @@ use magnus::{prelude::*, value::Opaque, Error, ExceptionClass, RModule, Ruby};
 
 static INVALID_DOCUMENT: OnceLock<Opaque<ExceptionClass>> = OnceLock::new();
 
-/// Fetches `LeaseMachines::InvalidDocument`. A class bound to a constant is never collected, so keeping it is safe.
-pub fn fetch(module: RModule) -> Result<(), Error> {
+/// Fetches `LeaseMachines::InvalidDocument` and registers it with the garbage collector, which then neither
+/// collects nor moves it (compaction would otherwise leave the kept reference pointing at a stale slot).
+pub fn fetch(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class: ExceptionClass = module.const_get("InvalidDocument")?;
+    ruby.gc_register_mark_object(class);
     let _ = INVALID_DOCUMENT.set(Opaque::from(class));
     Ok(())
 }

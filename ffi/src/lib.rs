@@ -1,18 +1,21 @@
 //! The `lease_machines` gem's native extension: the `lease-machines` decision engine as Ruby classes.
 //!
-//! Each decision method returns `[status, lease, reason]` (Symbol, `LeaseMachines::Lease` or nil, Symbol or nil);
-//! the Ruby layer (`lib/lease_machines.rb`) adds keyword arguments and wraps the tuple in a `Decision`. Input
-//! faults raise the Ruby exception the contract names (see `convert`); rejections never raise. No code path here
-//! panics (clippy denies `unwrap`, `expect`, `panic` and indexing); were one to, magnus would still turn it into a
+//! Each decision method returns a frozen `LeaseMachines::Decision` (status, lease, reason: a Symbol, a
+//! `LeaseMachines::Lease` or `TableLease` or nil, a Symbol or nil), built here (see `data`); the Ruby layer
+//! (`lib/lease_machines.rb`) adds keyword arguments. Input faults raise the Ruby exception the contract names (see
+//! `convert`); rejections never raise. No code path here panics (clippy denies `unwrap`, `expect`, `panic` and indexing); were one to, magnus would still turn it into a
 //! Ruby exception rather than unwind into the VM.
 
 mod authority;
 mod convert;
+mod data;
 mod election;
 mod errors;
 mod fence;
+mod floor;
 mod holder;
 mod records;
+mod simulation;
 mod symbols;
 mod table;
 mod values;
@@ -27,7 +30,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     unsafe { rb_sys::rb_ext_ractor_safe(true) };
     symbols::intern_all(ruby);
     let module = ruby.define_module("LeaseMachines")?;
-    errors::fetch(module)?;
+    errors::fetch(ruby, module)?;
     symbols::define_reasons(ruby, module)?;
     values::define(ruby, module)?;
     authority::define(ruby, module)?;
@@ -36,5 +39,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     table::define(ruby, module)?;
     election::define(module)?;
     records::define(module)?;
+    simulation::define(ruby, module)?;
+    floor::define(ruby, module)?;
     Ok(())
 }

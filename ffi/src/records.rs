@@ -10,6 +10,7 @@ use magnus::{
     Value,
 };
 
+use crate::data::TABLE_LEASE;
 use crate::errors;
 use crate::values::RbCheckpoint;
 
@@ -41,8 +42,8 @@ pub fn frozen(ruby: &Ruby, text: &str) -> RString {
     string
 }
 
-/// `[resource, owner, token, issued_at, expires_at, revision, term]`.
-pub fn table_lease(ruby: &Ruby, lease: &TableLease<String>) -> RArray {
+/// A frozen `LeaseMachines::TableLease`: resource, owner, token, issued_at, expires_at, revision, term.
+pub fn table_lease(ruby: &Ruby, lease: &TableLease<String>) -> Result<Value, Error> {
     let values: [Value; 7] = [
         frozen(ruby, lease.resource()).as_value(),
         lease.owner().value().into_value_with(ruby),
@@ -52,7 +53,7 @@ pub fn table_lease(ruby: &Ruby, lease: &TableLease<String>) -> RArray {
         lease.revision().into_value_with(ruby),
         lease.term().into_value_with(ruby),
     ];
-    ruby.ary_new_from_values(&values)
+    TABLE_LEASE.build(ruby, values)
 }
 
 /// `[resource, kind, at, owner, token, revision, expires_at, term, replaced]`.

@@ -1,6 +1,8 @@
 //! The gem's Symbols and the core's enums, one `match` per direction.
 
-use lease_machines::{CertificateStatus, ClockPolicy, EventKind, FindingCode, HolderState, Rejection};
+use lease_machines::{
+    CertificateStatus, ClockPolicy, EventKind, FenceMode, FindingCode, HolderState, Rejection, Scenario,
+};
 use magnus::{prelude::*, value::LazyId, Error, RModule, Ruby, StaticSymbol, Symbol, TryConvert, Value};
 
 use crate::convert::shown;
@@ -60,6 +62,10 @@ ids! {
     AT_RISK = "at_risk";
     HOLDER_EXPIRED = "expired";
     FENCED = "fenced";
+    CONTENTION = Scenario::Contention.as_str();
+    FAILOVER = Scenario::Failover.as_str();
+    ENFORCED = FenceMode::Enforced.as_str();
+    DISABLED = FenceMode::Disabled.as_str();
 }
 
 fn symbol(ruby: &Ruby, id: &LazyId) -> StaticSymbol {
@@ -271,4 +277,32 @@ pub fn certificate_status(ruby: &Ruby, status: CertificateStatus) -> StaticSymbo
 
 pub fn certificate_status_arg(ruby: &Ruby, value: Value) -> Result<CertificateStatus, Error> {
     one_of(ruby, "status", value, &CertificateStatus::ALL, CertificateStatus::as_str)
+}
+
+pub fn scenario(ruby: &Ruby, scenario: Scenario) -> StaticSymbol {
+    symbol(
+        ruby,
+        match scenario {
+            Scenario::Contention => &CONTENTION,
+            Scenario::Failover => &FAILOVER,
+        },
+    )
+}
+
+pub fn scenario_arg(ruby: &Ruby, value: Value) -> Result<Scenario, Error> {
+    one_of(ruby, "scenario", value, &Scenario::ALL, Scenario::as_str)
+}
+
+pub fn fence_mode(ruby: &Ruby, mode: FenceMode) -> StaticSymbol {
+    symbol(
+        ruby,
+        match mode {
+            FenceMode::Enforced => &ENFORCED,
+            FenceMode::Disabled => &DISABLED,
+        },
+    )
+}
+
+pub fn fence_mode_arg(ruby: &Ruby, value: Value) -> Result<FenceMode, Error> {
+    one_of(ruby, "fence", value, &FenceMode::ALL, FenceMode::as_str)
 }

@@ -11,17 +11,16 @@ use lease_machines::{
     TableDecision, TimedCommand,
 };
 use magnus::{
-    prelude::*, typed_data::Obj, value::ReprValue, Error, RArray, RModule, RString, Ruby, StaticSymbol, Value,
+    prelude::*, typed_data::Obj, value::ReprValue, Error, IntoValue, RArray, RModule, RString, Ruby, StaticSymbol,
+    Value,
 };
 
 use crate::convert::{
     issued_token_arg, never_current, on_grid, owner_arg, seconds, seconds_arg, shown, token_arg, u64_arg,
 };
+use crate::data::{DECISION, TABLE_LEASE};
 use crate::records::{self, frozen, resource_arg};
 use crate::symbols::{self, CommandName, Status};
-
-/// What a native decision method returns: `[status, lease, reason]`.
-type Tuple = (StaticSymbol, Option<RArray>, Option<StaticSymbol>);
 
 #[magnus::wrap(class = "LeaseMachines::Table", free_immediately, size)]
 pub struct RbTable(RefCell<LeaseTable<String>>);
@@ -45,7 +44,8 @@ fn presented(table: &LeaseTable<String>, resource: &String, token: Option<Fencin
     token.unwrap_or_else(|| never_current(table.lease(resource).map(|lease| lease.token())))
 }
 
-fn tuple(ruby: &Ruby, decision: &TableDecision<String>) -> Tuple {
+/// The frozen `LeaseMachines::Decision` for `decision`, its lease a frozen `TableLease`.
+fn answer(ruby: &Ruby, decision: &TableDecision<String>) -> Result<Value, Error> {
     let (status, lease) = match decision {
         TableDecision::Granted(lease) => (Status::Granted, Some(lease)),
         TableDecision::Renewed(lease) => (Status::Renewed, Some(lease)),
@@ -54,11 +54,12 @@ fn tuple(ruby: &Ruby, decision: &TableDecision<String>) -> Tuple {
         TableDecision::Reaped => (Status::Reaped, None),
         TableDecision::Rejected(_) => (Status::Rejected, None),
     };
-    (
-        symbols::status(ruby, status),
-        lease.map(|lease| records::table_lease(ruby, lease)),
-        decision.rejection().map(|reason| symbols::reason(ruby, reason)),
-    )
+    let lease = match lease {
+        Some(lease) => records::table_lease(ruby, lease)?,
+        None => ruby.qnil().as_value(),
+    };
+    let reason = decision.rejection().map(|reason| symbols::reason(ruby, reason));
+    DECISION.build(ruby, [symbols::status(ruby, status).as_value(), lease, reason.into_value_with(ruby)])
 }
 
 impl RbTable {
@@ -79,13 +80,17 @@ impl RbTable {
         ruby: &Ruby,
         rb_self: Obj<Self>,
         decide: impl FnOnce(&mut LeaseTable<String>) -> TableDecision<String>,
-    ) -> Result<Tuple, Error> {
+    ) -> Result<Value, Error> {
         rb_self.check_frozen()?;
+        // The answer's classes are looked up (and checked) before the table changes, so that a broken Ruby layer
+        // raises with the table untouched.
+        DECISION.class(ruby)?;
+        TABLE_LEASE.class(ruby)?;
         let decision = {
             let mut table = rb_self.borrowed_mut(ruby)?;
             decide(&mut table)
         };
-        Ok(tuple(ruby, &decision))
+        answer(ruby, &decision)
     }
 
     fn acquire(
@@ -96,7 +101,7 @@ impl RbTable {
         now: Value,
         ttl: Value,
         expected_revision: Value,
-    ) -> Result<Tuple, Error> {
+    ) -> Result<Value, Error> {
         let resource = resource_arg(ruby, resource)?;
         let owner = owner_arg(ruby, owner)?;
         let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
@@ -118,7 +123,7 @@ impl RbTable {
         owner: Value,
         now: Value,
         ttl: Value,
-    ) -> Result<Tuple, Error> {
+    ) -> Result<Value, Error> {
         let resource = resource_arg(ruby, resource)?;
         let owner = owner_arg(ruby, owner)?;
         let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
@@ -133,7 +138,7 @@ impl RbTable {
         token: Value,
         now: Value,
         ttl: Value,
-    ) -> Result<Tuple, Error> {
+    ) -> Result<Value, Error> {
         let resource = resource_arg(ruby, resource)?;
         let owner = owner_arg(ruby, owner)?;
         let token = token_arg(ruby, "token", token)?;
@@ -151,7 +156,7 @@ impl RbTable {
         owner: Value,
         token: Value,
         now: Value,
-    ) -> Result<Tuple, Error> {
+    ) -> Result<Value, Error> {
         let resource = resource_arg(ruby, resource)?;
         let owner = owner_arg(ruby, owner)?;
         let token = token_arg(ruby, "token", token)?;
@@ -172,7 +177,7 @@ impl RbTable {
         new_owner: Value,
         now: Value,
         ttl: Value,
-    ) -> Result<Tuple, Error> {
+    ) -> Result<Value, Error> {
         let resource = resource_arg(ruby, resource)?;
         let owner = owner_arg(ruby, owner)?;
         let token = token_arg(ruby, "token", token)?;
@@ -184,7 +189,7 @@ impl RbTable {
         })
     }
 
-    fn reap(ruby: &Ruby, rb_self: Obj<Self>, resource: Value, now: Value) -> Result<Tuple, Error> {
+    fn reap(ruby: &Ruby, rb_self: Obj<Self>, resource: Value, now: Value) -> Result<Value, Error> {
         let resource = resource_arg(ruby, resource)?;
         let now = seconds_arg(ruby, "now", now)?;
         Self::decide(ruby, rb_self, |table| table.reap(&resource, now))
@@ -198,7 +203,7 @@ impl RbTable {
         owner: Value,
         now: Value,
         ttl: Value,
-    ) -> Result<Tuple, Error> {
+    ) -> Result<Value, Error> {
         let resource = resource_arg(ruby, resource)?;
         let certificate: QuorumCertificate<OwnerId> = crate::election::certificate_arg(ruby, certificate)?;
         let owner = owner_arg(ruby, owner)?;
@@ -210,9 +215,16 @@ impl RbTable {
     fn reap_expired(ruby: &Ruby, rb_self: Obj<Self>, now: Value) -> Result<(RArray, Option<StaticSymbol>), Error> {
         let now = seconds_arg(ruby, "now", now)?;
         rb_self.check_frozen()?;
+        TABLE_LEASE.class(ruby)?;
         let reaped = rb_self.borrowed_mut(ruby)?.reap_expired(now);
         Ok(match reaped {
-            Ok(leases) => (ruby.ary_from_iter(leases.iter().map(|lease| records::table_lease(ruby, lease))), None),
+            Ok(leases) => {
+                let reaped = ruby.ary_new_capa(leases.len());
+                for lease in &leases {
+                    reaped.push(records::table_lease(ruby, lease)?)?;
+                }
+                (reaped, None)
+            }
             Err(reason) => (ruby.ary_new(), Some(symbols::reason(ruby, reason))),
         })
     }
@@ -225,6 +237,8 @@ impl RbTable {
             timed.push(command(ruby, fields)?);
         }
         rb_self.check_frozen()?;
+        DECISION.class(ruby)?;
+        TABLE_LEASE.class(ruby)?;
         let result: Vec<TableDecision<String>> = {
             let mut table = rb_self.borrowed_mut(ruby)?;
             timed
@@ -239,14 +253,17 @@ impl RbTable {
                 .collect()
         };
         let accepted = result.iter().filter(|decision| decision.is_accepted()).count();
-        let tuples = ruby.ary_from_iter(result.iter().map(|decision| tuple(ruby, decision)));
-        Ok((tuples, accepted, result.len().saturating_sub(accepted)))
+        let decisions = ruby.ary_new_capa(result.len());
+        for decision in &result {
+            decisions.push(answer(ruby, decision)?)?;
+        }
+        Ok((decisions, accepted, result.len().saturating_sub(accepted)))
     }
 
-    fn lease(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<RArray>, Error> {
+    fn lease(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<Value>, Error> {
         let resource = resource_arg(ruby, resource)?;
-        let table = rb_self.borrowed(ruby)?;
-        Ok(table.lease(&resource).map(|lease| records::table_lease(ruby, &lease)))
+        let lease = rb_self.borrowed(ruby)?.lease(&resource);
+        lease.map(|lease| records::table_lease(ruby, &lease)).transpose()
     }
 
     fn revision(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<u64, Error> {

@@ -135,32 +135,32 @@ module LeaseMachines
     # resource. With +expected_revision+ (Integer) it is a compare-and-set: +:revision_mismatch+ unless the
     # resource's revision is that (0 for a resource never changed).
     def acquire(resource:, owner:, now:, ttl:, expected_revision: nil)
-      decision(_acquire(resource, owner, now, ttl, expected_revision))
+      _acquire(resource, owner, now, ttl, expected_revision)
     end
 
     # Like #acquire, but the owner of the live lease gets a new lease with a greater token (its old token is stale).
-    def reacquire(resource:, owner:, now:, ttl:) = decision(_reacquire(resource, owner, now, ttl))
+    def reacquire(resource:, owner:, now:, ttl:) = _reacquire(resource, owner, now, ttl)
 
     # Extends the live lease to max(expires_at, now + ttl), same token and issued_at.
-    def renew(resource:, owner:, token:, now:, ttl:) = decision(_renew(resource, owner, token, now, ttl))
+    def renew(resource:, owner:, token:, now:, ttl:) = _renew(resource, owner, token, now, ttl)
 
     # Gives the lease back; the token high-water stays.
-    def release(resource:, owner:, token:, now:) = decision(_release(resource, owner, token, now))
+    def release(resource:, owner:, token:, now:) = _release(resource, owner, token, now)
 
     # The holder (+owner+ with +token+) hands the lease to +new_owner+, who gets a new, greater token, issued at
     # +now+ and expiring at +now + ttl+: status +:transferred+. The old token is fenced from then on.
     def transfer(resource:, owner:, token:, new_owner:, now:, ttl:)
-      decision(_transfer(resource, owner, token, new_owner, now, ttl))
+      _transfer(resource, owner, token, new_owner, now, ttl)
     end
 
     # Drops the expired lease record of +resource+ (status +:reaped+); +:occupied+ while it is live, +:not_held+
     # when there is none. The token high-water stays.
-    def reap(resource:, now:) = decision(_reap(resource, now))
+    def reap(resource:, now:) = _reap(resource, now)
 
     # Reaps every lease expired at +now+; returns a Reaping.
     def reap_expired(now:)
       leases, reason = _reap_expired(now)
-      Reaping.new(leases: leases.map { |lease| TableLease.new(*lease) }.freeze, reason:)
+      Reaping.new(leases: leases.freeze, reason:)
     end
 
     # Grants +owner+ a leadership lease on the strength of +certificate+ (a QuorumCertificate from
@@ -168,7 +168,7 @@ module LeaseMachines
     # greater than every term used for the resource (+:stale_term+). Another owner's live lease is +:occupied+; the
     # owner's own is rotated. The lease records the term.
     def acquire_leadership(resource:, certificate:, owner:, now:, ttl:)
-      decision(_acquire_leadership(resource, Election.certificate_row(certificate), owner, now, ttl))
+      _acquire_leadership(resource, Election.certificate_row(certificate), owner, now, ttl)
     end
 
     # Applies +commands+ in order, each a Hash with +:command+ (+:acquire+, +:reacquire+, +:renew+, +:release+,
@@ -179,11 +179,11 @@ module LeaseMachines
 
       rows = commands.each_with_index.map { |command, index| batch_row(command, index) }
       decisions, accepted, rejected = _apply_batch(rows)
-      Batch.new(decisions: decisions.map { |row| decision(row) }.freeze, accepted:, rejected:)
+      Batch.new(decisions: decisions.freeze, accepted:, rejected:)
     end
 
     # The lease record of +resource+ (live or expired), or +nil+.
-    def lease(resource) = _lease(resource)&.then { |row| TableLease.new(*row) }
+    def lease(resource) = _lease(resource)
 
     # The revision of +resource+: how many accepted changes it has seen (0 when unknown).
     def revision(resource) = _revision(resource)
@@ -204,8 +204,6 @@ module LeaseMachines
     def to_json(*) = _to_json
 
     private
-
-    def decision((status, lease, reason)) = Decision.new(status, lease && TableLease.new(*lease), reason)
 
     def batch_row(command, index)
       raise TypeError, "commands[#{index}] must be a Hash, got #{command.class}" unless command.is_a?(Hash)

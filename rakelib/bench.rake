@@ -1,0 +1,36 @@
+# frozen_string_literal: true
+
+# The Ruby benchmarks in bench/ (benchmark-ips), run through the Ruby running rake (FileUtils::RUBY) against the
+# compiled extension: first with YJIT off, then with --yjit. BENCH_WARMUP and BENCH_TIME set benchmark-ips' warmup and
+# time per report in seconds (default 1 and 3: a full `rake bench` takes about three minutes). Performance is measured
+# here and never asserted in tests.
+namespace :bench do
+  # [label, extra ruby flags] for each run; without YJIT in this Ruby, only the first.
+  modes = [["off", []]]
+  modes << ["on", ["--yjit"]] if defined?(RubyVM::YJIT)
+
+  results = "tmp/bench"
+
+  desc "Time Authority#acquire/renew/release, Fence#accept and Table#acquire against the native floor and pure Ruby"
+  task decisions: :compile do
+    mkdir_p results
+    modes.each do |mode, flags|
+      sh({ "BENCH_RESULTS" => "#{results}/yjit-#{mode}.json" }, FileUtils::RUBY, *flags, "-Ilib", "bench/decisions.rb")
+    end
+    puts
+    sh FileUtils::RUBY, "bench/summary.rb", *modes.map { |mode, _| "#{results}/yjit-#{mode}.json" }
+  end
+
+  desc "Break a granted acquire into its layers (floor, keywords, native call, Data.new), timed and allocations counted"
+  task profile: :compile do
+    modes.each { |_, flags| sh FileUtils::RUBY, *flags, "-Ilib", "bench/profile.rb" }
+  end
+
+  desc "Check only that bench/reference.rb answers as the native gem does (no timing)"
+  task agreement: :compile do
+    sh FileUtils::RUBY, "-Ilib", "-e", 'require "./bench/agreement"; puts Agreement.check!'
+  end
+end
+
+desc "Run the Ruby benchmarks (bench/decisions.rb) with YJIT off, then on, and print the README's table"
+task bench: "bench:decisions"

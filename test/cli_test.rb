@@ -1,0 +1,145 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "json"
+require "open3"
+require "pty"
+require "tmpdir"
+
+# exe/lease_machines as a user runs it: a separate process, its output and its exit status.
+class CLITest < Minitest::Test
+  include LeaseMachines::TestSupport
+
+  # This checkout's executable, with its lib/ first on the load path; or, testing an installed gem, the gem's.
+  COMMAND = if INSTALLED
+              [RbConfig.ruby, File.join(Gem::Specification.find_by_name("lease_machines").bin_dir, "lease_machines")]
+            else
+              [RbConfig.ruby, "-I", File.expand_path("../lib", __dir__), File.expand_path("../exe/lease_machines", __dir__)]
+            end
+
+  def setup
+    skip "runs the executable in child processes; the plain suite covers it" if GC_STRESS || RBS_TEST
+    spawns_ruby!
+  end
+
+  def lease_machines(*args, stdin: "")
+    Open3.capture3(*COMMAND, *args, stdin_data: stdin)
+  end
+
+  def test_simulate_prints_a_summary_and_succeeds
+    out, err, status = lease_machines("simulate", "--cycles", "3000", "--seed", "5")
+    assert_equal 0, status.exitstatus, err
+    assert_equal "", err
+    assert_match(/\ASimulated 3,000 cycles of contention: 4 workers, 2 resources, TTL 1\.0 s, seed 5, /, out)
+    assert_match(/^  violations +0 /, out)
+    assert_match(/^SAFE: every write with a stale token was refused/, out)
+  end
+
+  def test_the_seed_preset_matches_the_library
+    out, err, status = lease_machines("simulate", "--preset", "failover", "--json")
+    assert_equal 0, status.exitstatus, err
+    assert_equal LeaseMachines.simulate(LeaseMachines::SimulationConfig.failover_preset).to_json, out.chomp
+    document = JSON.parse(out)
+    assert_equal [50_000, 50_000, 0], document.values_at("cycles", "stale_writes_rejected", "violations")
+  end
+
+  def test_options_override_the_preset_in_any_order
+    out, = lease_machines("simulate", "--cycles", "1000", "--preset", "failover", "--json")
+    assert_equal({ "cycles" => 1000, "scenario" => "failover", "workers" => 2 },
+                 JSON.parse(out)["config"].slice("cycles", "scenario", "workers"))
+  end
+
+  def test_violations_exit_1
+    out, _err, status = lease_machines("simulate", "--cycles", "2000", "--without-fence")
+    assert_equal 1, status.exitstatus
+    assert_match(/fence DISABLED/, out)
+    assert_match(/^UNSAFE: [1-9][\d,]* violations/, out)
+  end
+
+  def test_bad_options_are_named_and_exit_2
+    {
+      %w[simulate --cycles many] => "invalid argument: --cycles many",
+      %w[simulate --cycles -3] => "invalid argument: --cycles -3 (must be 0 or more)",
+      %w[simulate --ttl 0] => "invalid argument: --ttl 0.0 (must be finite and at least 1e-6)",
+      %w[simulate --workers 1] => "workers must be between 2 and 1024, not 1",
+      %w[simulate --scenario chaos] => "invalid argument: --scenario chaos",
+      %w[simulate --preset nightly] => "invalid argument: --preset nightly",
+      %w[simulate --frobnicate] => "invalid option: --frobnicate",
+      %w[simulate extra] => "unexpected argument \"extra\"",
+      %w[audit] => "no FILE given",
+      %w[explode] => "unknown command \"explode\" (valid: simulate, audit)"
+    }.each do |args, message|
+      _out, err, status = lease_machines(*args)
+      assert_equal 2, status.exitstatus, args.join(" ")
+      assert_includes err, message, args.join(" ")
+    end
+  end
+
+  def test_help_for_each_command
+    out, _err, status = lease_machines("--help")
+    assert_equal 0, status.exitstatus
+    assert_match(/^  simulate +Run the deterministic failover simulation/, out)
+    out, _err, status = lease_machines("simulate", "--help")
+    assert_equal 0, status.exitstatus
+    %w[--preset --cycles --workers --ttl --seed --json --without-fence].each { assert_includes out, _1 }
+    out, _err, status = lease_machines("audit", "--help")
+    assert_equal 0, status.exitstatus
+    assert_match(/^Usage: lease_machines audit \[options\] FILE/, out)
+  end
+
+  def test_audit_passes_a_real_event_log
+    table = LeaseMachines::Table.new
+    table.acquire(resource: "nightly-report", owner: 1, now: 0.0, ttl: 5.0)
+    table.acquire(resource: "nightly-report", owner: 2, now: 6.0, ttl: 5.0)
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, "events.json")
+      File.write(path, LeaseMachines.events_to_json(table.events))
+      out, err, status = lease_machines("audit", path)
+      assert_equal 0, status.exitstatus, err
+      assert_equal "#{path}: 2 events checked, no findings\n", out
+      out, _err, status = lease_machines("audit", "-", stdin: File.read(path))
+      assert_equal 0, status.exitstatus
+      assert_equal "-: 2 events checked, no findings\n", out
+    end
+  end
+
+  def test_audit_reports_findings_and_exits_1
+    table = LeaseMachines::Table.new
+    table.acquire(resource: "r", owner: 1, now: 0.0, ttl: 5.0)
+    table.acquire(resource: "r", owner: 2, now: 6.0, ttl: 5.0)
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, "events.json")
+      File.write(path, LeaseMachines.events_to_json(table.events.reverse))
+      out, _err, status = lease_machines("audit", path)
+      assert_equal 1, status.exitstatus
+      assert_includes out, "#{path}: event 1 (resource \"r\"): token_not_rising: "
+      assert_match(/: 2 events checked, 4 findings$/, out)
+      out, _err, status = lease_machines("audit", "--json", path)
+      assert_equal 1, status.exitstatus
+      assert_equal 4, LeaseMachines::AuditReport.from_json(out).findings.size
+    end
+  end
+
+  def test_audit_refuses_unreadable_input_with_exit_2
+    _out, err, status = lease_machines("audit", "/nonexistent/events.json")
+    assert_equal 2, status.exitstatus
+    assert_includes err, "cannot read /nonexistent/events.json: No such file or directory"
+    _out, err, status = lease_machines("audit", "-", stdin: '{"format":1,"events":[{"oops":1}]}')
+    assert_equal 2, status.exitstatus
+    assert_match(/-: not an event log: /, err)
+  end
+
+  def test_a_long_run_on_a_terminal_shows_a_progress_bar
+    output = +""
+    PTY.spawn(*COMMAND, "simulate", "--cycles", "30000", "--progress") do |reader, _writer, pid|
+      reader.each_char { output << _1 }
+    rescue Errno::EIO
+      # The child closed the terminal.
+    ensure
+      Process.wait(pid)
+    end
+    assert_equal 0, $?.exitstatus, output
+    assert_match(%r{Simulating \|=+\| 30000/30000 cycles}, output)
+    assert_match(/^SAFE: /, output)
+  end
+end
