@@ -14,7 +14,7 @@ Gem::Specification.new do |spec|
   TEXT
   spec.homepage = "https://github.com/lease-machines/lease_machines"
   spec.license = "MIT"
-  spec.required_ruby_version = ">= 3.3", "< 4.1.dev"
+  spec.required_ruby_version = ">= 3.2", "< 4.1.dev"
   spec.metadata = {
     "source_code_uri" => spec.homepage,
     "changelog_uri" => "#{spec.homepage}/blob/main/CHANGELOG.md",
@@ -25,7 +25,7 @@ Gem::Specification.new do |spec|
 
   # The source gem carries the whole Cargo workspace (the core crate included) and compiles it on install.
   spec.files = Dir[
-    "lib/**/*.rb", "sig/**/*.rbs", "ext/**/*.rb", "exe/*",
+    "lib/**/*.rb", "lib/**/*.sql", "sig/**/*.rbs", "ext/**/*.rb", "exe/*",
     "Cargo.toml", "Cargo.lock", "core/Cargo.toml", "core/src/**/*.rs", "core/benches/*.rs", "core/*.md", "core/LICENSE.txt",
     "ffi/Cargo.toml", "ffi/src/**/*.rs",
     "README.md", "CHANGELOG.md", "LICENSE.txt"

@@ -40,11 +40,14 @@ module LeaseMachines
 end
 
 # Fat native gems carry one extension per Ruby minor under lib/lease_machines/X.Y/; a source build puts it at
-# lib/lease_machines/lease_machines_native.so.
+# lib/lease_machines/lease_machines_native.so. Only a missing fat extension falls back to the source build: one that
+# is there but cannot load (a glibc older than 2.17, say) raises its own LoadError, which names the cause.
+fat_extension = "lease_machines/#{RUBY_VERSION[/\A\d+\.\d+/]}/lease_machines_native"
 begin
-  RUBY_VERSION =~ /\A(\d+\.\d+)/
-  require "lease_machines/#{Regexp.last_match(1)}/lease_machines_native"
-rescue LoadError
+  require fat_extension
+rescue LoadError => e
+  raise unless e.path == fat_extension
+
   require "lease_machines/lease_machines_native"
 end
 
