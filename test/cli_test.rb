@@ -1,9 +1,11 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "lease_machines/cli"
 require "json"
 require "open3"
 require "pty"
+require "stringio"
 require "tmpdir"
 
 # exe/lease_machines as a user runs it: a separate process, its output and its exit status.
@@ -129,6 +131,24 @@ class CLITest < Minitest::Test
     assert_match(/-: not an event log: /, err)
   end
 
+  # Every `lease_machines ...` line of the README's command examples runs, with the exit status its comment gives
+  # ("... found: exit status 1"; 0 otherwise).
+  def test_the_readme_command_examples_run
+    readme = File.read(File.expand_path("../README.md", __dir__))
+    examples = readme.scan(/^(lease_machines [^#\n]*?)\s+# (.*)$/)
+    assert_operator examples.size, :>=, 5
+    Dir.mktmpdir do |dir|
+      table = LeaseMachines::Table.new
+      table.acquire(resource: "r", owner: 1, now: 0.0, ttl: 5.0)
+      File.write(File.join(dir, "events.json"), LeaseMachines.events_to_json(table.events))
+      examples.each do |command, comment|
+        expected = comment.match?(/found: exit status 1/) ? 1 : 0
+        out, err, status = Dir.chdir(dir) { lease_machines(*command.split.drop(1)) }
+        assert_equal expected, status.exitstatus, "#{command}\n#{out}#{err}"
+      end
+    end
+  end
+
   def test_a_long_run_on_a_terminal_shows_a_progress_bar
     output = +""
     PTY.spawn(*COMMAND, "simulate", "--cycles", "30000", "--progress") do |reader, _writer, pid|
@@ -141,5 +161,31 @@ class CLITest < Minitest::Test
     assert_equal 0, $?.exitstatus, output
     assert_match(%r{Simulating \|=+\| 30000/30000 cycles}, output)
     assert_match(/^SAFE: /, output)
+  end
+end
+
+# LeaseMachines::CLI in this process, with StringIO output: under RBS's runtime checks this also holds the CLI's
+# signatures to the code.
+class CLIInProcessTest < Minitest::Test
+  def run_cli(*args)
+    out = StringIO.new
+    err = StringIO.new
+    [LeaseMachines::CLI.new(out:, err:).run(args), out.string, err.string]
+  end
+
+  def test_simulate_writes_the_report_and_returns_the_status
+    status, out, err = run_cli("simulate", "--cycles", "300", "--seed", "4", "--json")
+    assert_equal [LeaseMachines::CLI::OK, ""], [status, err]
+    assert_equal LeaseMachines.simulate(cycles: 300, seed: 4).to_json, out.chomp
+    status, out, = run_cli("simulate", "--cycles", "2000", "--without-fence")
+    assert_equal LeaseMachines::CLI::FOUND, status
+    assert_match(/^UNSAFE: /, out)
+  end
+
+  def test_usage_errors_go_to_err
+    status, out, err = run_cli("simulate", "--workers", "one")
+    assert_equal [LeaseMachines::CLI::USAGE, ""], [status, out]
+    assert_equal "lease_machines simulate: invalid argument: --workers one\n" \
+                 "Run `lease_machines simulate --help` for its options.\n", err
   end
 end
