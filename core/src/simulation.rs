@@ -19,7 +19,7 @@ pub enum Scenario {
     /// step back, rotate, transfer, release and reap.
     #[default]
     Contention,
-    /// The 002 seed's benchmark: every cycle one holder's lease expires, another worker takes over and writes, and
+    /// moonleasekit's failover benchmark: every cycle one holder's lease expires, another worker takes over and writes, and
     /// the old holder's delayed write is refused.
     Failover,
 }
@@ -75,8 +75,8 @@ impl FenceMode {
     }
 }
 
-/// What to simulate. [`Default`] is a mixed contention run; [`failover_preset`](Self::failover_preset) is the 002
-/// seed's benchmark. [`simulate`] refuses a configuration that [`validate`](Self::validate) refuses.
+/// What to simulate. [`Default`] is a mixed contention run; [`failover_preset`](Self::failover_preset) is
+/// moonleasekit's failover benchmark. [`simulate`] refuses a configuration that [`validate`](Self::validate) refuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SimulationConfig {
     /// The seed of the ChaCha8 generator every random choice comes from. Any value.
@@ -114,7 +114,7 @@ impl SimulationConfig {
     /// The shortest TTL: one microsecond, so that the fractions of it the simulation uses are distinct.
     pub const MIN_TTL: Duration = Duration::from_micros(1);
 
-    /// The 002 seed's benchmark: seed 0, 50,000 cycles of [`Scenario::Failover`] on one resource between two workers,
+    /// moonleasekit's failover benchmark: seed 0, 50,000 cycles of [`Scenario::Failover`] on one resource between two workers,
     /// a 10 s TTL, [`ClockPolicy::Clamp`], the table restored from a checkpoint every 10,000 cycles, the fence
     /// enforced. Every cycle is one expiry, one takeover and one stale write refused.
     #[must_use]
@@ -328,7 +328,7 @@ impl SimulationReport {
 /// An idle worker asks for a random resource ([`LeaseTable::acquire`], half of its turns) or reaps a random resource's
 /// expired record ([`LeaseTable::reap`], 1 in 16).
 ///
-/// [`Scenario::Failover`] (the 002 seed's mode, [`SimulationConfig::failover_preset`]): every cycle picks a random
+/// [`Scenario::Failover`] (moonleasekit's failover mode, [`SimulationConfig::failover_preset`]): every cycle picks a random
 /// resource (the first time, a random worker acquires it and writes); its holder started a second write when its
 /// lease was granted, and stalled; the clock moves to the lease's expiry plus up to `ttl / 2`; a random other worker
 /// acquires the resource (a takeover, with a new token) and writes; the old holder's delayed write arrives and must be

@@ -93,7 +93,7 @@ module LeaseMachines
         opts.separator "every accepted write with an independent oracle. Deterministic: one seed, one report."
         opts.separator "Exits 1 when a write broke the fencing rule or the event log failed its audit."
         opts.separator ""
-        opts.on("--preset NAME", %w[failover], "Start from a preset: failover (the 002 seed's benchmark:",
+        opts.on("--preset NAME", %w[failover], "Start from a preset: failover (moonleasekit's benchmark:",
                 "50,000 cycles, 2 workers, 1 resource, TTL 10 s)") do
           config = SimulationConfig.failover_preset
         end

@@ -11,7 +11,7 @@ module LeaseMachines
   # - +ttl+: the TTL every worker asks for, Float seconds, at least 1e-6; the simulated time, at most
   #   +(cycles + 8) * 2 * ttl+, must fit 2**64 - 1 nanoseconds (about 584 years).
   # - +scenario+: +:contention+ (workers acquire, renew, pause past their TTL, step their clocks back, rotate,
-  #   transfer, release and reap at random) or +:failover+ (the 002 seed's benchmark: every cycle one holder's lease
+  #   transfer, release and reap at random) or +:failover+ (moonleasekit's benchmark: every cycle one holder's lease
   #   expires, another worker takes over and writes, and the old holder's delayed write is refused).
   # - +clock_policy+: the table's, +:clamp+ or +:reject+.
   # - +restore_every+: checkpoint the table and restore it after every this many cycles (0: never).
@@ -22,7 +22,7 @@ module LeaseMachines
   # number outside 0..2**64-1 RangeError, anything else (an unknown Symbol, a value outside its range) ArgumentError.
   SimulationConfig = Data.define(:seed, :cycles, :workers, :resources, :ttl, :scenario, :clock_policy,
                                  :restore_every, :fence) do
-    # The 002 seed's benchmark: seed 0, 50,000 failover cycles on one resource between two workers, a 10.0 s TTL,
+    # moonleasekit's failover benchmark: seed 0, 50,000 failover cycles on one resource between two workers, a 10.0 s TTL,
     # +:clamp+, restored every 10,000 cycles, the fence enforced.
     def self.failover_preset = new(*Simulation.send(:_failover_preset))
 

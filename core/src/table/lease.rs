@@ -77,7 +77,7 @@ impl<R> TableLease<R> {
         self.term
     }
 
-    /// Whether the lease is live at `now`: `now < expires_at`. The seed library calls this "active"; this crate says
+    /// Whether the lease is live at `now`: `now < expires_at`. moonleasekit calls this "active"; this crate says
     /// "live" everywhere ([`Lease::is_live`], [`Metrics::live_leases`](crate::Metrics::live_leases)).
     #[doc(alias = "is_active")]
     #[must_use]
