@@ -6,23 +6,26 @@ require "open3"
 require "rubygems/package"
 require "shellwords"
 require "tmpdir"
+require_relative "installed_gem"
 
 # The precompiled gems, built and proved on this x86_64 machine (after `bin/setup --platforms`):
 #
-#   bin/rake platform          # platform:gems, platform:check, platform:prove
+#   bin/rake platform          # lint:workflows, platform:gems, platform:check, platform:prove
 #
 # - platform:gems builds the four artefacts in pkg/: lease_machines-VERSION-x86_64-linux.gem and
 #   -aarch64-linux.gem, each a fat gem with lib/lease_machines/X.Y/lease_machines_native.so for every CRuby minor in
 #   script/toolchain.sh's LM_PLATFORM_MINORS; the source gem, which compiles with cargo on install; and SHA256SUMS.
 #   Each .so is built by cargo-zigbuild for `<target>.2.17`, so it needs no glibc newer than 2.17. The x86_64 ones
-#   read their Ruby's configuration from that Ruby (RUBY); the aarch64 ones from the cross-built aarch64 Ruby's
-#   rbconfig.rb, handed to rb-sys as RBCONFIG_* variables, as rake-compiler's cross builds do.
+#   read their Ruby's configuration from that Ruby (RUBY); the aarch64 ones from Debian's aarch64 Ruby of that minor
+#   (its RbConfig read under qemu, its paths moved into the sysroot), handed to rb-sys as RBCONFIG_* variables, as
+#   rake-compiler's cross builds do.
 # - platform:check opens each gem as a gem-build test would: one .so per minor and none at the top of
 #   lib/lease_machines/, the right ELF machine, no glibc symbol above the floor, no rb_sys dependency and no Rust
 #   sources in native gems, required_ruby_version accepting exactly the built minors, the platform right.
 # - platform:prove runs the core crate's tests for aarch64 under qemu-aarch64-static, then installs each gem into a
 #   fresh GEM_HOME and runs the test suite against the installed gem: the x86_64 gem with every x86_64 Ruby, the
-#   aarch64 gem with every aarch64 Ruby under qemu, the source gem (compiling on install) with the default Ruby.
+#   aarch64 gem with every aarch64 Ruby under qemu, the source gem (compiling on install) with the default Ruby:
+#   rakelib/installed_gem.rb, the same proof as rake gem:smoke's.
 module Platform
   ROOT = File.expand_path("..", __dir__)
   PKG = File.join(ROOT, "pkg")
@@ -72,8 +75,11 @@ module Platform
   def cross_ruby(minor) = provisioned("lm_cross_ruby_bin", minor)
   def sysroot = toolchain('echo "$LM_ARM64_SYSROOT"')
   def tools = toolchain('echo "$LM_TOOLS"')
+  # The gems the gem depends on at run time (ruby-progressbar), as .gem files bin/setup made: the aarch64 Rubies
+  # have no gems of their own, so each proof under qemu installs them into its GEM_HOME first.
+  def runtime_gems = Dir[File.join(toolchain('echo "$LM_CACHE"'), "gems", "ruby-progressbar-*.gem")]
 
-  # The command that runs the aarch64 Ruby of MINOR under qemu in the arm64 sysroot.
+  # The command that runs the aarch64 Ruby of MINOR (Debian's, in the sysroot) under qemu.
   def under_qemu(minor) = ["qemu-aarch64-static", "-L", sysroot, cross_ruby(minor)]
 
   # The Ruby versions the fat gems accept: exactly the built minors (">= 3.3", "< 3.5.dev").
@@ -90,30 +96,26 @@ module Platform
   # The environment cargo-zigbuild builds the extension for PLATFORM and Ruby MINOR in.
   def build_env(platform, minor)
     env = {
-      "PATH" => [File.join(tools, "cargo", "bin"), File.join(tools, "venv", "bin"), File.dirname(ruby(minor)),
+      "PATH" => [File.join(tools, "venv", "bin"), File.dirname(ruby(minor)),
                  ENV.fetch("PATH")].join(File::PATH_SEPARATOR),
-      "CARGO_TARGET_DIR" => File.join(ROOT, "target", "platform", "#{platform}-#{minor}"),
+      "CARGO_TARGET_DIR" => File.join(InstalledGem.cargo_target, "platform", "#{platform}-#{minor}"),
       "RUBY" => nil
     }
     platform == "x86_64-linux" ? env.merge("RUBY" => ruby(minor)) : env.merge(cross_rbconfig(minor))
   end
 
-  # The aarch64 Ruby's RbConfig::CONFIG as rb-sys reads a cross target's: RBCONFIG_<key> variables. Its rbconfig.rb
-  # is evaluated by the x86_64 Ruby of the same minor (the file checks the version), in place of that Ruby's own.
+  # The aarch64 Ruby's RbConfig::CONFIG as rb-sys reads a cross target's: RBCONFIG_<key> variables, read by that Ruby
+  # itself under qemu. It is Debian's build, configured for /usr: every absolute path in it (headers, libraries)
+  # is moved into the sysroot.
   def cross_rbconfig(minor)
-    rbconfig = Dir[File.join(File.dirname(cross_ruby(minor)), "..", "lib", "ruby", "*", "aarch64-linux*", "rbconfig.rb")]
-    abort "platform: no rbconfig.rb in the aarch64 Ruby #{minor}" unless rbconfig.size == 1
-    dump = <<~RUBY
-      Object.send(:remove_const, :RbConfig) if defined?(RbConfig)
-      load ARGV.fetch(0)
-      RbConfig::CONFIG.each { |key, value| print key, "\\x1F", value, "\\x1E" }
-    RUBY
-    out, status = Bundler.with_unbundled_env do
-      Open3.capture2(ruby(minor), "--disable-gems", "-e", dump, File.expand_path(rbconfig.first))
-    end
-    abort "platform: cannot read #{rbconfig.first}" unless status.success?
-    out.split("\x1E").to_h { |pair| pair.split("\x1F", 2).then { |key, value| ["RBCONFIG_#{key}", value.to_s] } }
-       .merge("RBCONFIG_CROSS_COMPILING" => "yes")
+    dump = 'RbConfig::CONFIG.each { |key, value| print key, "\x1F", value, "\x1E" }'
+    out, status = Bundler.with_unbundled_env { Open3.capture2(*under_qemu(minor), "-e", dump) }
+    abort "platform: cannot read the aarch64 Ruby #{minor}'s RbConfig" unless status.success?
+    root = sysroot
+    out.split("\x1E").to_h do |pair|
+      key, value = pair.split("\x1F", 2)
+      ["RBCONFIG_#{key}", value.to_s.gsub(%r{(?<=\A|[\s=:,'"]|-I|-L)(?=/(?:usr|lib|etc)/)}, root)]
+    end.merge("RBCONFIG_CROSS_COMPILING" => "yes")
   end
 
   def build_extension(platform, minor)
@@ -238,43 +240,6 @@ module Platform
       check contents.include?(file), "carries #{file}"
     end
   end
-
-  # --- proofs ---------------------------------------------------------------------------------------------------
-
-  TEST_FILES = -> { Dir[File.join(ROOT, "test", "*_test.rb")].sort }
-  # The event log example of core/FORMAT.md (an acquire, then a transfer), for `lease_machines audit`.
-  EVENT_LOG = File.read(File.join(ROOT, "core", "FORMAT.md"))[/^\{"format":1,"events":.*$/]
-
-  # Installs GEM into a fresh GEM_HOME with RUBY (a command Array) and runs the suite against it.
-  def prove_installed(label, ruby, gem, env: {})
-    Dir.mktmpdir("lease_machines-prove") do |home|
-      puts "==> #{label}: #{File.basename(gem)} installed into a fresh GEM_HOME"
-      default_path = Open3.capture2(*ruby, "-e", "print Gem.default_path.join(File::PATH_SEPARATOR)").first
-      env = env.merge("GEM_HOME" => home, "GEM_PATH" => [home, default_path].join(File::PATH_SEPARATOR),
-                      "LEASE_MACHINES_TEST_INSTALLED" => "1", "RUBYLIB" => nil, "RUBYOPT" => nil)
-      gem_command = File.join(File.dirname(ruby.last), "gem")
-      system(env, *ruby, gem_command, "install", "--local", "--no-document", "--quiet", gem, exception: true)
-      run_command(label, ruby, env, home)
-      runner = "ARGV.each { |file| require file }"
-      system(env, *ruby, "-I", File.join(ROOT, "test"), "-e", runner, *TEST_FILES.call, chdir: home, exception: true)
-    end
-  end
-
-  # The installed `lease_machines` command, run by RUBY directly (under qemu no Ruby can start a child Ruby, so
-  # test/cli_test.rb skips itself there): the seed's preset, an unfenced run that must exit 1, an audit.
-  def run_command(label, ruby, env, home)
-    command = [*ruby, File.join(home, "bin", "lease_machines")]
-    log = File.join(home, "events.json")
-    File.write(log, EVENT_LOG)
-    [[%w[simulate --preset failover], 0], [%w[simulate --cycles 2000 --without-fence], 1], [["audit", log], 0]]
-      .each do |args, expected|
-        out, status = Open3.capture2e(env, *command, *args, chdir: home)
-        raise "#{label}: lease_machines #{args.join(" ")} exited #{status.exitstatus}, not #{expected}:\n#{out}" \
-          unless status.exitstatus == expected
-
-        puts "    lease_machines #{args.join(" ")}: exit #{expected}, #{out.lines.last.strip}"
-      end
-  end
 end
 
 namespace :platform do
@@ -305,20 +270,25 @@ namespace :platform do
              "cargo", "test", "--locked", "-p", "lease-machines", "--all-features",
              "--target", "aarch64-unknown-linux-gnu", chdir: Platform::ROOT, exception: true)
       Platform.minors.each do |minor|
-        Platform.prove_installed("x86_64-linux, Ruby #{minor}", [Platform.ruby(minor)], Platform.gem_path("x86_64-linux"))
+        InstalledGem.prove("x86_64-linux, Ruby #{minor}", [Platform.ruby(minor)], Platform.gem_path("x86_64-linux"))
       end
       Platform.minors.each do |minor|
-        Platform.prove_installed("aarch64-linux, Ruby #{minor} under qemu", Platform.under_qemu(minor),
-                                 Platform.gem_path("aarch64-linux"), env: { "LEASE_MACHINES_TEST_NO_SPAWN" => "1" })
+        InstalledGem.prove("aarch64-linux, Ruby #{minor} under qemu", Platform.under_qemu(minor),
+                           Platform.gem_path("aarch64-linux"), env: { "LEASE_MACHINES_TEST_NO_SPAWN" => "1" },
+                           dependencies: Platform.runtime_gems)
       end
+      # The same proof as rake gem:smoke's, which bin/test then need not repeat for the same files.
       default = Platform.toolchain('echo "$LM_RUBY_MINOR_DEFAULT"')
-      Platform.prove_installed("the source gem, Ruby #{default}", [Platform.ruby(default)], Platform.gem_path)
+      ruby = [Platform.ruby(default)]
+      key = InstalledGem.digest(ruby, GEMSPEC.files)
+      InstalledGem.prove("the source gem, Ruby #{default}", ruby, Platform.gem_path, env: InstalledGem.source_gem_env)
+      InstalledGem.proved!(key)
     end
   end
 end
 
-desc "Build the platform gems and the source gem, check them, and prove each installed (needs bin/setup --platforms)"
-task platform: %w[platform:gems platform:check platform:prove]
+desc "Lint the workflows, build the platform gems and the source gem, check them, prove each installed (needs bin/setup --platforms)"
+task platform: %w[lint:workflows platform:gems platform:check platform:prove]
 
 namespace :lint do
   desc "Check .github/workflows with actionlint (needs bin/setup --platforms)"

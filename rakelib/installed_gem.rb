@@ -1,0 +1,98 @@
+# frozen_string_literal: true
+
+require "digest"
+require "fileutils"
+require "json"
+require "open3"
+require "rbconfig"
+require "tmpdir"
+
+# One proof for every gem the project builds (rake gem:smoke for the source gem, rake platform:prove for the
+# precompiled ones): install the .gem into a fresh GEM_HOME, as a user's `gem install` would, then run its
+# `lease_machines` command and the whole test suite against the installed copy.
+module InstalledGem
+  ROOT = File.expand_path("..", __dir__)
+  TEST_FILES = -> { Dir[File.join(ROOT, "test", "*_test.rb")].sort }
+  # The event log of core/FORMAT.md (an acquire, then a transfer), also the README's `lease_machines audit` example.
+  EVENT_LOG = File.join(ROOT, "examples", "events.json")
+  # Proofs already passed, by the digest of what was proved (see .proved?): tmp/ is the checkout's own.
+  PROVED = File.join(ROOT, "tmp", "proved")
+
+  module_function
+
+  # Cargo's target directory: the workspace's, or CARGO_TARGET_DIR (script/readme-check keeps one across CI runs).
+  def cargo_target = File.expand_path(ENV.fetch("CARGO_TARGET_DIR", File.join(ROOT, "target")), ROOT)
+
+  # The environment a source gem compiles in on install: rb_sys's build puts cargo's output in the gem's own
+  # directory unless RB_SYS_CARGO_TARGET_DIR names another; one shared place lets the crates the extension depends
+  # on be built once (the gem's own crates, in a new directory each time, are always compiled).
+  def source_gem_env = { "RB_SYS_CARGO_TARGET_DIR" => File.join(cargo_target, "installed-gem") }
+
+  # `gem` for any RUBY, whatever its executables are called (Debian's is gem3.4).
+  GEM = ["-e", 'require "rubygems/gem_runner"; Gem::GemRunner.new.run(ARGV)', "--"].freeze
+
+  # Installs GEM with RUBY (a command Array: a Ruby, or qemu and an aarch64 Ruby), after DEPENDENCIES (.gem files),
+  # then proves it. LABEL names the proof in the output; ENV adds to the proof's environment. Under qemu every Ruby
+  # started costs seconds (rubygems alone loads for 5 s), so the proof starts few: one install, one per command, one
+  # suite.
+  def prove(label, ruby, gem, env: {}, dependencies: [])
+    Dir.mktmpdir("lease_machines-prove") do |home|
+      puts "==> #{label}: #{File.basename(gem)} installed into a fresh GEM_HOME"
+      # Without GEM_PATH, rubygems searches GEM_HOME and then the Ruby's own default path (its bundled gems).
+      env = env.merge("GEM_HOME" => home, "GEM_PATH" => nil, "LEASE_MACHINES_TEST_INSTALLED" => "1",
+                      "RUBYLIB" => nil, "RUBYOPT" => nil)
+      system(env, *ruby, *GEM, "install", "--local", "--no-document", "--quiet", *dependencies, gem, exception: true)
+      run_commands(label, ruby, env, home)
+      runner = "ARGV.each { |file| require file }"
+      system(env, *ruby, "-I", File.join(ROOT, "test"), "-e", runner, *TEST_FILES.call, chdir: home, exception: true)
+    end
+  end
+
+  # The installed `lease_machines` command, run by RUBY directly (under qemu no Ruby can start a child Ruby, so
+  # test/cli_test.rb skips itself there): each command and the exit status it must end with. The audit with a
+  # finding reads the example log in reverse order (time and tokens run backwards).
+  def run_commands(label, ruby, env, home)
+    command = [*ruby, File.join(home, "bin", "lease_machines")]
+    reversed = File.join(home, "reversed.json")
+    File.write(reversed, JSON.parse(File.read(EVENT_LOG)).tap { _1["events"].reverse! }.to_json)
+    [[%w[simulate --cycles 2000 --json], 0], [%w[simulate --preset failover], 0],
+     [%w[simulate --cycles 2000 --without-fence], 1], [["audit", EVENT_LOG], 0], [["audit", reversed], 1]]
+      .each do |args, expected|
+        out, status = Open3.capture2e(env, *command, *args, chdir: home)
+        raise "#{label}: lease_machines #{args.join(" ")} exited #{status.exitstatus}, not #{expected}:\n#{out}" \
+          unless status.exitstatus == expected
+
+        if args.include?("--json")
+          report = JSON.parse(out)
+          raise "#{label}: the simulation found violations:\n#{out}" unless report["violations"].zero? && report["audit_valid"]
+        end
+        puts "    lease_machines #{args.join(" ")}: exit #{expected}, #{out.lines.last.strip[0, 100]}"
+      end
+  end
+
+  def capture(ruby, env, *args, chdir: ROOT)
+    out, status = Open3.capture2e(env, *ruby, *args, chdir: chdir)
+    raise "#{ruby.last} #{args.first(2).join(" ")} failed:\n#{out}" unless status.success?
+
+    out
+  end
+
+  # A proof is named by the digest of everything it depends on: the files the gem is built from, the test files,
+  # this helper and the Ruby. A proof that passed is not run again for the same digest (rake platform proves the
+  # source gem, and bin/test need not prove it a second time).
+  def digest(ruby, files)
+    sha = Digest::SHA256.new
+    (files + Dir[File.join(ROOT, "test", "*.rb")] + [__FILE__]).map { File.expand_path(_1, ROOT) }.sort.uniq.each do |file|
+      sha << file << "\0" << File.binread(file) << "\0"
+    end
+    sha << ruby.join(" ") << capture(ruby, {}, "-e", "print RUBY_DESCRIPTION")
+    sha.hexdigest
+  end
+
+  def proved?(key) = File.exist?(File.join(PROVED, key))
+
+  def proved!(key)
+    FileUtils.mkdir_p(PROVED)
+    FileUtils.touch(File.join(PROVED, key))
+  end
+end
