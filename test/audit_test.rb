@@ -18,6 +18,16 @@ class AuditTest < Minitest::Test
 
   def findings(events) = LeaseMachines.audit(events).findings.map { [_1.code, _1.event_index] }
 
+  # examples/events.json, the log the README's `bin/lease_machines audit` line checks, is core/FORMAT.md's example.
+  def test_the_example_event_log_is_the_format_documents_and_valid
+    root = File.expand_path("..", __dir__)
+    example = File.read(File.join(root, "examples", "events.json"))
+    assert_equal File.read(File.join(root, "core", "FORMAT.md"))[/^\{"format":1,"events":.*\n/], example
+    events = LeaseMachines.events_from_json(example)
+    assert_equal %i[acquired transferred], events.map(&:kind)
+    assert_predicate LeaseMachines.audit(events), :valid?
+  end
+
   def test_a_tables_own_log_is_valid
     report = LeaseMachines.audit(real_log)
     assert_predicate report, :valid?
