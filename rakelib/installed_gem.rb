@@ -5,6 +5,7 @@ require "fileutils"
 require "json"
 require "open3"
 require "rbconfig"
+require "tempfile"
 require "tmpdir"
 
 # One proof for every gem the project builds (rake gem:smoke for the source gem, rake platform:prove for the
@@ -32,41 +33,68 @@ module InstalledGem
   GEM = ["-e", 'require "rubygems/gem_runner"; Gem::GemRunner.new.run(ARGV)', "--"].freeze
 
   # Installs GEM with RUBY (a command Array: a Ruby, or qemu and an aarch64 Ruby), after DEPENDENCIES (.gem files),
-  # then proves it. LABEL names the proof in the output; ENV adds to the proof's environment. Under qemu every Ruby
-  # started costs seconds (rubygems alone loads for 5 s), so the proof starts few: one install, one per command, one
-  # suite.
-  def prove(label, ruby, gem, env: {}, dependencies: [])
+  # then proves it. LABEL names the proof in the output, which goes to OUT; ENV adds to the proof's environment.
+  # Under qemu every Ruby started costs seconds (rubygems alone loads for 5 s), so the proof starts few: one
+  # install, one per command, one suite.
+  def prove(label, ruby, gem, env: {}, dependencies: [], out: $stdout)
     Dir.mktmpdir("lease_machines-prove") do |home|
-      puts "==> #{label}: #{File.basename(gem)} installed into a fresh GEM_HOME"
+      out.puts "==> #{label}: #{File.basename(gem)} installed into a fresh GEM_HOME"
       # Without GEM_PATH, rubygems searches GEM_HOME and then the Ruby's own default path (its bundled gems).
       env = env.merge("GEM_HOME" => home, "GEM_PATH" => nil, "LEASE_MACHINES_TEST_INSTALLED" => "1",
                       "RUBYLIB" => nil, "RUBYOPT" => nil)
-      system(env, *ruby, *GEM, "install", "--local", "--no-document", "--quiet", *dependencies, gem, exception: true)
-      run_commands(label, ruby, env, home)
+      system(env, *ruby, *GEM, "install", "--local", "--no-document", "--quiet", *dependencies, gem,
+             out: out, err: out, exception: true)
+      run_commands(label, ruby, env, home, out)
       runner = "ARGV.each { |file| require file }"
-      system(env, *ruby, "-I", File.join(ROOT, "test"), "-e", runner, *TEST_FILES.call, chdir: home, exception: true)
+      system(env, *ruby, "-I", File.join(ROOT, "test"), "-e", runner, *TEST_FILES.call, chdir: home, out: out, err: out,
+                                                                                          exception: true)
     end
+  end
+
+  # Runs JOBS (blocks that take the IO their output goes to) side by side, one thread each: most are one process at
+  # a time (a suite, a Ruby under qemu, a link), so two cores finish them sooner together. Prints each one's output
+  # whole, in order, and raises the first failure once all have ended.
+  def side_by_side(jobs)
+    runs = jobs.map do |job|
+      log = Tempfile.create("lease_machines-job")
+      log.sync = true
+      thread = Thread.new { job.call(log) }
+      thread.report_on_exception = false
+      [log, thread]
+    end
+    failure = nil
+    runs.each do |log, thread|
+      begin
+        thread.join
+      rescue StandardError => e
+        failure ||= e
+      end
+      print File.read(log.path)
+      log.close
+      File.unlink(log.path)
+    end
+    raise failure if failure
   end
 
   # The installed `lease_machines` command, run by RUBY directly (under qemu no Ruby can start a child Ruby, so
   # test/cli_test.rb skips itself there): each command and the exit status it must end with. The audit with a
   # finding reads the example log in reverse order (time and tokens run backwards).
-  def run_commands(label, ruby, env, home)
+  def run_commands(label, ruby, env, home, out)
     command = [*ruby, File.join(home, "bin", "lease_machines")]
     reversed = File.join(home, "reversed.json")
     File.write(reversed, JSON.parse(File.read(EVENT_LOG)).tap { _1["events"].reverse! }.to_json)
     [[%w[simulate --cycles 2000 --json], 0], [%w[simulate --preset failover], 0],
      [%w[simulate --cycles 2000 --without-fence], 1], [["audit", EVENT_LOG], 0], [["audit", reversed], 1]]
       .each do |args, expected|
-        out, status = Open3.capture2e(env, *command, *args, chdir: home)
-        raise "#{label}: lease_machines #{args.join(" ")} exited #{status.exitstatus}, not #{expected}:\n#{out}" \
+        said, status = Open3.capture2e(env, *command, *args, chdir: home)
+        raise "#{label}: lease_machines #{args.join(" ")} exited #{status.exitstatus}, not #{expected}:\n#{said}" \
           unless status.exitstatus == expected
 
         if args.include?("--json")
-          report = JSON.parse(out)
-          raise "#{label}: the simulation found violations:\n#{out}" unless report["violations"].zero? && report["audit_valid"]
+          report = JSON.parse(said)
+          raise "#{label}: the simulation found violations:\n#{said}" unless report["violations"].zero? && report["audit_valid"]
         end
-        puts "    lease_machines #{args.join(" ")}: exit #{expected}, #{out.lines.last.strip[0, 100]}"
+        out.puts "    lease_machines #{args.join(" ")}: exit #{expected}, #{said.lines.last.strip[0, 100]}"
       end
   end
 

@@ -25,7 +25,7 @@ require_relative "installed_gem"
 # - platform:prove runs the core crate's tests for aarch64 under qemu-aarch64-static, then installs each gem into a
 #   fresh GEM_HOME and runs the test suite against the installed gem: the x86_64 gem with every x86_64 Ruby, the
 #   aarch64 gem with every aarch64 Ruby under qemu, the source gem (compiling on install) with the default Ruby:
-#   rakelib/installed_gem.rb, the same proof as rake gem:smoke's.
+#   rakelib/installed_gem.rb, the same proof as rake gem:smoke's; the four jobs run side by side.
 module Platform
   ROOT = File.expand_path("..", __dir__)
   PKG = File.join(ROOT, "pkg")
@@ -265,24 +265,35 @@ namespace :platform do
   desc "Run the core's tests for aarch64 under qemu, and the suite against each gem installed in a fresh GEM_HOME"
   task :prove do
     Bundler.with_unbundled_env do
-      puts "==> the core crate's tests for aarch64-unknown-linux-gnu, under qemu-aarch64-static"
-      system({ "PROPTEST_CASES" => ENV.fetch("LEASE_MACHINES_QEMU_PROPTEST_CASES", Platform::QEMU_PROPTEST_CASES) },
-             "cargo", "test", "--locked", "-p", "lease-machines", "--all-features",
-             "--target", "aarch64-unknown-linux-gnu", chdir: Platform::ROOT, exception: true)
-      Platform.minors.each do |minor|
-        InstalledGem.prove("x86_64-linux, Ruby #{minor}", [Platform.ruby(minor)], Platform.gem_path("x86_64-linux"))
+      jobs = []
+      jobs << lambda do |out|
+        out.puts "==> the core crate's tests for aarch64-unknown-linux-gnu, under qemu-aarch64-static"
+        cases = ENV.fetch("LEASE_MACHINES_QEMU_PROPTEST_CASES", Platform::QEMU_PROPTEST_CASES)
+        system({ "PROPTEST_CASES" => cases }, "cargo", "test", "--locked", "-p", "lease-machines", "--all-features",
+               "--target", "aarch64-unknown-linux-gnu", chdir: Platform::ROOT, out: out, err: out, exception: true)
+      end
+      jobs << lambda do |out|
+        Platform.minors.each do |minor|
+          InstalledGem.prove("x86_64-linux, Ruby #{minor}", [Platform.ruby(minor)], Platform.gem_path("x86_64-linux"),
+                             out: out)
+        end
+        # The same proof as rake gem:smoke's, which bin/test then need not repeat for the same files.
+        default = Platform.toolchain('echo "$LM_RUBY_MINOR_DEFAULT"')
+        ruby = [Platform.ruby(default)]
+        key = InstalledGem.digest(ruby, GEMSPEC.files)
+        InstalledGem.prove("the source gem, Ruby #{default}", ruby, Platform.gem_path, env: InstalledGem.source_gem_env,
+                                                                                       out: out)
+        InstalledGem.proved!(key)
       end
       Platform.minors.each do |minor|
-        InstalledGem.prove("aarch64-linux, Ruby #{minor} under qemu", Platform.under_qemu(minor),
-                           Platform.gem_path("aarch64-linux"), env: { "LEASE_MACHINES_TEST_NO_SPAWN" => "1" },
-                           dependencies: Platform.runtime_gems)
+        jobs << lambda do |out|
+          InstalledGem.prove("aarch64-linux, Ruby #{minor} under qemu", Platform.under_qemu(minor),
+                             Platform.gem_path("aarch64-linux"), env: { "LEASE_MACHINES_TEST_NO_SPAWN" => "1" },
+                             dependencies: Platform.runtime_gems, out: out)
+        end
       end
-      # The same proof as rake gem:smoke's, which bin/test then need not repeat for the same files.
-      default = Platform.toolchain('echo "$LM_RUBY_MINOR_DEFAULT"')
-      ruby = [Platform.ruby(default)]
-      key = InstalledGem.digest(ruby, GEMSPEC.files)
-      InstalledGem.prove("the source gem, Ruby #{default}", ruby, Platform.gem_path, env: InstalledGem.source_gem_env)
-      InstalledGem.proved!(key)
+      # Side by side: each job is mostly one process at a time. Each one's output is printed whole, in this order.
+      InstalledGem.side_by_side(jobs)
     end
   end
 end
