@@ -44,37 +44,55 @@ lm_cross_ruby_run() {
 # lm_ensure_extension first, so nobody runs a missing or stale extension by accident.
 lm_extension() { printf '%s/lib/lease_machines/lease_machines_native.so\n' "$1"; }
 
-# lm_extension_stale ROOT: true when ROOT's extension is missing or older than a file it is built from.
+# The files the extension is built from (cargo's, rb_sys's and the rake task's).
+LM_EXTENSION_SOURCES=(Cargo.toml Cargo.lock Gemfile.lock core/Cargo.toml core/src ffi/Cargo.toml ffi/src ext
+  rakelib/compile.rake)
+
+# lm_extension_stale ROOT [MINOR]: true when ROOT's extension is missing, older than a file it is built from, or
+# (given MINOR) built for another CRuby minor than MINOR (ROOT/tmp/extension.ruby records the one it was built for).
 lm_extension_stale() {
-  local so
+  local so source sources=()
   so="$(lm_extension "$1")"
   [ -f "$so" ] || return 0
-  [ -n "$(find "$1/Cargo.toml" "$1/Cargo.lock" "$1/core/Cargo.toml" "$1/core/src" "$1/ffi/Cargo.toml" "$1/ffi/src" \
-    "$1/ext" -type f -newer "$so" -print -quit 2>/dev/null)" ]
+  if [ -n "${2:-}" ] && [ "$(cat "$1/tmp/extension.ruby" 2>/dev/null)" != "$2" ]; then return 0; fi
+  for source in "${LM_EXTENSION_SOURCES[@]}"; do sources+=("$1/$source"); done
+  [ -n "$(find "${sources[@]}" -type f -newer "$so" -print -quit 2>/dev/null)" ]
 }
 
-# lm_ensure_extension ROOT: (re)builds ROOT's extension with `bin/rake compile` when it is missing or stale, saying
-# so in one line on stderr; cargo builds incrementally. The build's output goes to ROOT/tmp/compile.log and is shown
-# only when it fails. A lock keeps two entry points started at once from building side by side.
+# lm_ensure_extension ROOT: (re)builds ROOT's extension with `bin/rake compile` for the Ruby the binstubs run
+# (LEASE_MACHINES_RUBY, default LM_RUBY_MINOR_DEFAULT) when it is missing or stale, saying so in one line on stderr;
+# cargo builds incrementally. The build's output goes to ROOT/tmp/compile.log and is shown only when it fails. A
+# lock (given up after 10 minutes) keeps two entry points started at once from building side by side.
 lm_ensure_extension() {
-  local root="$1" log="$1/tmp/compile.log" why
-  lm_extension_stale "$root" || return 0
+  local root="$1" minor="${LEASE_MACHINES_RUBY:-$LM_RUBY_MINOR_DEFAULT}" log="$1/tmp/compile.log" why
+  lm_extension_stale "$root" "$minor" || return 0
   mkdir -p "$root/tmp"
   exec 9>"$root/tmp/compile.lock"
-  flock 9
-  if lm_extension_stale "$root"; then
-    why="changed since it was built"
-    [ -f "$(lm_extension "$root")" ] || why="not built yet"
-    printf '==> Compiling the native extension (%s; cargo, incremental): lib/lease_machines/lease_machines_native.so\n' \
-      "$why" >&2
-    if ! "$root/bin/rake" compile >"$log" 2>&1; then
+  if ! flock -w 600 9; then
+    echo "lease_machines: another build of the extension has held $root/tmp/compile.lock for 10 minutes" >&2
+    return 1
+  fi
+  if lm_extension_stale "$root" "$minor"; then
+    if [ ! -f "$(lm_extension "$root")" ]; then
+      why="not built yet"
+    elif [ "$(cat "$root/tmp/extension.ruby" 2>/dev/null)" != "$minor" ]; then
+      why="not known to be built for Ruby $minor"
+    else
+      why="changed since it was built"
+    fi
+    printf '==> Compiling the native extension (%s; cargo, incremental): %s\n' "$why" \
+      lib/lease_machines/lease_machines_native.so >&2
+    # The build starts now: a source edited while it runs must still count as newer than what it produces.
+    touch "$root/tmp/compile.started"
+    if ! "$root/bin/rake" compile 9>&- >"$log" 2>&1 || [ ! -f "$(lm_extension "$root")" ]; then
       tail -n 60 "$log" >&2
       printf 'lease_machines: compiling the extension failed; the whole log is in %s\n' "$log" >&2
       exec 9>&-
       return 1
     fi
-    # cargo and rake leave an up-to-date extension untouched: mark it as built from today's sources.
-    touch "$(lm_extension "$root")"
+    # cargo and rake leave an up-to-date extension untouched: date it from the build's start.
+    touch -r "$root/tmp/compile.started" "$(lm_extension "$root")"
+    printf '%s\n' "$minor" >"$root/tmp/extension.ruby"
   fi
   exec 9>&-
 }

@@ -10,8 +10,8 @@ require "tmpdir"
 # it is built from means stale.
 class ToolchainTest < Minitest::Test
   TOOLCHAIN = File.expand_path("../script/toolchain.sh", __dir__)
-  SOURCES = %w[Cargo.toml Cargo.lock core/Cargo.toml core/src/lib.rs ffi/Cargo.toml ffi/src/lib.rs
-               ext/lease_machines_native/extconf.rb].freeze
+  SOURCES = %w[Cargo.toml Cargo.lock Gemfile.lock core/Cargo.toml core/src/lib.rs ffi/Cargo.toml ffi/src/lib.rs
+               ext/lease_machines_native/extconf.rb rakelib/compile.rake].freeze
 
   def setup
     skip "tests this checkout's scripts, not the installed gem" if INSTALLED
@@ -31,8 +31,8 @@ class ToolchainTest < Minitest::Test
     File.utime(at, at, file)
   end
 
-  def stale?
-    _, status = Open3.capture2e("bash", "-c", '. "$1"; lm_extension_stale "$2"', "-", TOOLCHAIN, @root)
+  def stale?(minor = "")
+    _, status = Open3.capture2e("bash", "-c", '. "$1"; lm_extension_stale "$2" "$3"', "-", TOOLCHAIN, @root, minor)
     status.success?
   end
 
@@ -53,6 +53,16 @@ class ToolchainTest < Minitest::Test
       assert stale?, "stale after #{source} changed"
       write(source, at: Time.now - 60)
     end
+  end
+
+  def test_an_extension_built_for_another_ruby_minor_is_stale_for_this_one
+    write("lib/lease_machines/lease_machines_native.so", at: Time.now)
+    assert stale?("3.4"), "no record of the Ruby it was built for"
+    write("tmp/extension.ruby", at: Time.now)
+    File.write(File.join(@root, "tmp/extension.ruby"), "3.3\n")
+    assert stale?("3.4")
+    refute stale?("3.3")
+    refute stale?, "without a minor, only the sources count"
   end
 
   def test_files_that_do_not_build_the_extension_leave_it_fresh
