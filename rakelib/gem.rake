@@ -21,7 +21,8 @@ namespace :gem do
       Dir.mktmpdir("lease_machines-smoke") do |dir|
         gem = File.join(dir, "#{GEMSPEC.full_name}.gem")
         sh "gem", "build", GEMSPEC.loaded_from, "--output", gem, "--quiet"
-        InstalledGem.prove("the source gem, Ruby #{RUBY_VERSION}", ruby, gem, env: InstalledGem.source_gem_env)
+        InstalledGem.prove("the source gem, Ruby #{RUBY_VERSION}", ruby, gem, env: InstalledGem.source_gem_env,
+                                                                           gem_path: Gem.path)
       end
       InstalledGem.proved!(key)
     end

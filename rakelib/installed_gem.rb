@@ -36,12 +36,14 @@ module InstalledGem
   # then proves it. LABEL names the proof in the output, which goes to OUT; ENV adds to the proof's environment.
   # Under qemu every Ruby started costs seconds (rubygems alone loads for 5 s), so the proof starts few: one
   # install, one per command, one suite.
-  def prove(label, ruby, gem, env: {}, dependencies: [], out: $stdout)
+  # GEM_PATH, when given, is where else the gem's dependencies are installed (a bundle's path, on GitHub); without
+  # it, rubygems searches GEM_HOME and then the Ruby's own default path (its bundled gems, and what bin/setup
+  # installed), which needs no Ruby started to find out.
+  def prove(label, ruby, gem, env: {}, dependencies: [], gem_path: nil, out: $stdout)
     Dir.mktmpdir("lease_machines-prove") do |home|
       out.puts "==> #{label}: #{File.basename(gem)} installed into a fresh GEM_HOME"
-      # Without GEM_PATH, rubygems searches GEM_HOME and then the Ruby's own default path (its bundled gems).
-      env = env.merge("GEM_HOME" => home, "GEM_PATH" => nil, "LEASE_MACHINES_TEST_INSTALLED" => "1",
-                      "RUBYLIB" => nil, "RUBYOPT" => nil)
+      env = env.merge("GEM_HOME" => home, "GEM_PATH" => gem_path && [home, *gem_path].join(File::PATH_SEPARATOR),
+                      "LEASE_MACHINES_TEST_INSTALLED" => "1", "RUBYLIB" => nil, "RUBYOPT" => nil)
       system(env, *ruby, *GEM, "install", "--local", "--no-document", "--quiet", *dependencies, gem,
              out: out, err: out, exception: true)
       run_commands(label, ruby, env, home, out)
@@ -92,7 +94,8 @@ module InstalledGem
 
         if args.include?("--json")
           report = JSON.parse(said)
-          raise "#{label}: the simulation found violations:\n#{said}" unless report["violations"].zero? && report["audit_valid"]
+          safe = report["violations"].zero? && report["audit_valid"]
+          raise "#{label}: the simulation found violations:\n#{said}" unless safe
         end
         out.puts "    lease_machines #{args.join(" ")}: exit #{expected}, #{said.lines.last.strip[0, 100]}"
       end
@@ -105,15 +108,19 @@ module InstalledGem
     out
   end
 
-  # A proof is named by the digest of everything it depends on: the files the gem is built from, the test files,
-  # this helper and the Ruby. A proof that passed is not run again for the same digest (rake platform proves the
-  # source gem, and bin/test need not prove it a second time).
+  # A proof is named by the digest of everything it depends on: the files the gem is built from (FILES, and the
+  # gemspec), the test files, the example log, this helper, the Ruby and the Rust toolchain. A proof that passed is
+  # not run again for the same digest (rake platform proves the source gem, and bin/test need not prove it a second
+  # time). rake platform:gems records the digest of the files it packaged (.digest beside the gem), so that what
+  # platform:prove stamps is what it installed, not what the work tree holds now.
   def digest(ruby, files)
     sha = Digest::SHA256.new
-    (files + Dir[File.join(ROOT, "test", "*.rb")] + [__FILE__]).map { File.expand_path(_1, ROOT) }.sort.uniq.each do |file|
+    inputs = files + ["lease_machines.gemspec", EVENT_LOG, __FILE__] + Dir[File.join(ROOT, "test", "*.rb")]
+    inputs.map { File.expand_path(_1, ROOT) }.sort.uniq.each do |file|
       sha << file << "\0" << File.binread(file) << "\0"
     end
     sha << ruby.join(" ") << capture(ruby, {}, "-e", "print RUBY_DESCRIPTION")
+    sha << Open3.capture2e("rustc", "-V").first << Open3.capture2e("cargo", "-V").first
     sha.hexdigest
   end
 

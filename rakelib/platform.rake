@@ -114,7 +114,7 @@ module Platform
     root = sysroot
     out.split("\x1E").to_h do |pair|
       key, value = pair.split("\x1F", 2)
-      ["RBCONFIG_#{key}", value.to_s.gsub(%r{(?<=\A|[\s=:,'"]|-I|-L)(?=/(?:usr|lib|etc)/)}, root)]
+      ["RBCONFIG_#{key}", value.to_s.gsub(%r{(?<=\A|[\s=:,'"]|-I|-L)(?=/(?:usr|lib|etc)(?:/|\s|\z))}, root)]
     end.merge("RBCONFIG_CROSS_COMPILING" => "yes")
   end
 
@@ -253,6 +253,9 @@ namespace :platform do
     end
     puts "==> the source gem"
     Platform.package(Platform.source_spec)
+    # What platform:prove will have proved, once it has (see InstalledGem.digest).
+    default_ruby = [Platform.ruby(Platform.toolchain('echo "$LM_RUBY_MINOR_DEFAULT"'))]
+    File.write("#{Platform.gem_path}.digest", InstalledGem.digest(default_ruby, GEMSPEC.files))
     Platform.checksums
   end
 
@@ -279,11 +282,9 @@ namespace :platform do
         end
         # The same proof as rake gem:smoke's, which bin/test then need not repeat for the same files.
         default = Platform.toolchain('echo "$LM_RUBY_MINOR_DEFAULT"')
-        ruby = [Platform.ruby(default)]
-        key = InstalledGem.digest(ruby, GEMSPEC.files)
-        InstalledGem.prove("the source gem, Ruby #{default}", ruby, Platform.gem_path, env: InstalledGem.source_gem_env,
-                                                                                       out: out)
-        InstalledGem.proved!(key)
+        InstalledGem.prove("the source gem, Ruby #{default}", [Platform.ruby(default)], Platform.gem_path,
+                           env: InstalledGem.source_gem_env, out: out)
+        InstalledGem.proved!(File.read("#{Platform.gem_path}.digest"))
       end
       Platform.minors.each do |minor|
         jobs << lambda do |out|

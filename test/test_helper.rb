@@ -13,7 +13,7 @@ module LeaseMachines
   module TestSupport
     GC_STRESS = ENV["LEASE_MACHINES_GC_STRESS"] == "1"
     RBS_TEST = ENV["LEASE_MACHINES_RBS_TEST"] == "1"
-    # The suite run against an installed gem (rake platform:prove sets LEASE_MACHINES_TEST_INSTALLED=1): the
+    # The suite run against an installed gem (rake platform:prove and gem:smoke set LEASE_MACHINES_TEST_INSTALLED=1): the
     # extension must come from GEM_HOME, and tests of this checkout's scripts skip themselves.
     INSTALLED = ENV["LEASE_MACHINES_TEST_INSTALLED"] == "1"
     # Under qemu-aarch64-static without binfmt a child Ruby cannot be started: tests that run one skip themselves.
