@@ -1,6 +1,6 @@
 //! The deterministic failover simulation. Run: `cargo bench -p lease-machines --features simulation --bench simulation`.
 //!
-//! `failover_preset` is the 002 seed's benchmark (50,000 failovers, every old writer refused, the whole event log
+//! `failover_preset` is moonleasekit's benchmark (50,000 failovers, every old writer refused, the whole event log
 //! audited); the contention run is `SimulationConfig::default()` (10,000 cycles, 4 workers, 2 resources). Each
 //! iteration is one whole run, checked to be safe.
 

@@ -1,5 +1,5 @@
-//! The failover simulation: the 002 seed's preset, determinism, refused configurations, restores and clock steps
-//! that change nothing about safety, and a disabled fence that the oracle catches.
+//! The failover simulation: moonleasekit's failover preset, determinism, refused configurations, restores and clock
+//! steps that change nothing about safety, and a disabled fence that the oracle catches.
 #![cfg(feature = "simulation")]
 
 use core::time::Duration;
