@@ -87,7 +87,7 @@ proptest! {
     }
 
     /// Contention with one or two resources and a thousand cycles or more has a paused holder's write land after its
-    /// successor wrote (in 20,000 seeds tried, with 2 workers, every run had; with 300 cycles, 11 had not).
+    /// successor wrote (of 20,000 random seeds tried with 2 workers, every run had; with 300 cycles, 11 had not).
     #[test]
     fn contention_with_takeovers_shows_violations_without_the_fence(
         config in configs().prop_map(|config| SimulationConfig {
