@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared locations of the provisioned toolchain. Sourced by bin/setup and the binstubs.
+# Shared locations of the provisioned toolchain. Sourced by bin/setup, script/provision/ and the binstubs.
 #
 # Everything that is built once per machine lives in a cache directory outside the clone, so that a second
 # `bin/setup`, a later CI run and a fresh clone on the same machine reuse it; a cold machine builds it.
@@ -17,6 +17,35 @@ lm_ruby_bin() {
   local bin
   bin="$(lm_ruby_prefix "$1")/bin/ruby"
   if [ -x "$bin" ] && [ -f "$(lm_ruby_prefix "$1")/.provisioned" ]; then printf '%s\n' "$bin"; fi
+}
+
+# lm_dev_ruby: the `ruby` the binstubs run. LEASE_MACHINES_RUBY=MINOR names a provisioned CRuby; without it, the
+# provisioned default minor when script/provision/debian built one, else the `ruby` on PATH when it is 3.2 or newer
+# and has Bundler (bin/setup's path where rubygems.org is reachable). Nothing when there is none.
+lm_dev_ruby() {
+  if [ -n "${LEASE_MACHINES_RUBY:-}" ]; then
+    lm_ruby_bin "$LEASE_MACHINES_RUBY"
+  elif [ -n "$(lm_ruby_bin "$LM_RUBY_MINOR_DEFAULT")" ]; then
+    lm_ruby_bin "$LM_RUBY_MINOR_DEFAULT"
+  elif command -v ruby >/dev/null && ruby -e 'exit Gem::Version.new(RUBY_VERSION) >= Gem::Version.new("3.2") &&
+      !Gem::Specification.find_all_by_name("bundler").empty?' 2>/dev/null; then
+    command -v ruby
+  fi
+}
+
+# lm_ruby_minor RUBY: that Ruby's minor ("3.4"), without starting it when it is a provisioned CRuby.
+lm_ruby_minor() {
+  case "$1" in
+    "$LM_CACHE"/rubies/ruby-*/bin/ruby) local minor="${1#"$LM_CACHE"/rubies/ruby-}" && printf '%s\n' "${minor%/bin/ruby}" ;;
+    *) "$1" -e 'print RUBY_VERSION[/\A\d+\.\d+/]' ;;
+  esac
+}
+
+# lm_registry_reachable RUBY: that Ruby reaches rubygems.org within 10 seconds.
+lm_registry_reachable() {
+  "$1" -rnet/http -e 'uri = URI("https://rubygems.org/api/v1/versions/rake/latest.json")
+    Net::HTTP.start(uri.host, uri.port, use_ssl: true, open_timeout: 10, read_timeout: 10) { |http| http.head(uri.path) }' \
+    >/dev/null 2>&1
 }
 
 # The precompiled platform gems (see rakelib/platform.rake): the CRuby minors each fat gem carries, the sysroot of
@@ -60,11 +89,14 @@ lm_extension_stale() {
 }
 
 # lm_ensure_extension ROOT: (re)builds ROOT's extension with `bin/rake compile` for the Ruby the binstubs run
-# (LEASE_MACHINES_RUBY, default LM_RUBY_MINOR_DEFAULT) when it is missing or stale, saying so in one line on stderr;
+# (lm_dev_ruby) when it is missing or stale, saying so in one line on stderr;
 # cargo builds incrementally. The build's output goes to ROOT/tmp/compile.log and is shown only when it fails. A
 # lock (given up after 10 minutes) keeps two entry points started at once from building side by side.
 lm_ensure_extension() {
-  local root="$1" minor="${LEASE_MACHINES_RUBY:-$LM_RUBY_MINOR_DEFAULT}" log="$1/tmp/compile.log" why
+  local root="$1" ruby minor log="$1/tmp/compile.log" why
+  ruby="$(lm_dev_ruby)"
+  [ -n "$ruby" ] || { echo "lease_machines: no Ruby to build the extension for; run bin/setup first" >&2; return 1; }
+  minor="$(lm_ruby_minor "$ruby")"
   lm_extension_stale "$root" "$minor" || return 0
   mkdir -p "$root/tmp"
   exec 9>"$root/tmp/compile.lock"

@@ -7,7 +7,7 @@ require "tmpdir"
 
 # script/toolchain.sh's freshness rule for the checkout's extension, which every entry point (bin/ruby,
 # bin/worker-seven, bin/lease_machines, bin/setup) applies before it loads the gem: missing or older than any file
-# it is built from means stale.
+# it is built from means stale. And which Ruby the binstubs run.
 class ToolchainTest < Minitest::Test
   TOOLCHAIN = File.expand_path("../script/toolchain.sh", __dir__)
   SOURCES = %w[Cargo.toml Cargo.lock Gemfile.lock core/Cargo.toml core/src/lib.rs ffi/Cargo.toml ffi/src/lib.rs
@@ -69,5 +69,55 @@ class ToolchainTest < Minitest::Test
     write("lib/lease_machines/lease_machines_native.so", at: Time.now - 30)
     %w[core/tests/rules.rs core/benches/table.rs README.md lib/lease_machines/cli.rb].each { write(_1, at: Time.now) }
     refute stale?
+  end
+
+  # lm_dev_ruby with LEASE_MACHINES_CACHE under the scratch root and only +path+ on the PATH.
+  def dev_ruby(path: File.join(@root, "nothing"), minor: nil)
+    env = { "LEASE_MACHINES_CACHE" => File.join(@root, "cache"), "PATH" => path, "LEASE_MACHINES_RUBY" => minor }
+    out, status = Open3.capture2(env, "/bin/bash", "-c", '. "$1"; lm_dev_ruby', "-", TOOLCHAIN)
+    assert status.success?
+    out.chomp
+  end
+
+  # An executable named +name+ under the scratch root that exits with +status+ whatever it is asked.
+  def fake(name, status: 0)
+    write(name, at: Time.now)
+    file = File.join(@root, name)
+    File.write(file, "#!/bin/sh\nexit #{status}\n")
+    File.chmod(0o755, file)
+    file
+  end
+
+  def provisioned(minor)
+    ruby = fake("cache/rubies/ruby-#{minor}/bin/ruby")
+    write("cache/rubies/ruby-#{minor}/.provisioned", at: Time.now)
+    ruby
+  end
+
+  def test_without_a_provisioned_ruby_the_path_ruby_serves_when_it_is_new_enough
+    assert_equal "", dev_ruby, "no Ruby at all"
+    fake("old/ruby", status: 1)
+    assert_equal "", dev_ruby(path: File.join(@root, "old")), "a Ruby older than 3.2 or without Bundler"
+    assert_equal fake("new/ruby"), dev_ruby(path: File.join(@root, "new"))
+  end
+
+  def test_a_provisioned_ruby_comes_before_the_path_ruby
+    fake("new/ruby")
+    assert_equal provisioned("3.4"), dev_ruby(path: File.join(@root, "new"))
+  end
+
+  def test_lease_machines_ruby_names_a_provisioned_minor_and_nothing_else
+    fake("new/ruby")
+    provisioned("3.4")
+    assert_equal "", dev_ruby(path: File.join(@root, "new"), minor: "3.3")
+    assert_equal provisioned("3.3"), dev_ruby(path: File.join(@root, "new"), minor: "3.3")
+  end
+
+  def test_the_minor_of_a_provisioned_ruby_is_read_from_its_path
+    ruby = provisioned("3.3")
+    out, status = Open3.capture2({ "LEASE_MACHINES_CACHE" => File.join(@root, "cache") }, "/bin/bash", "-c",
+                                 '. "$1"; lm_ruby_minor "$2"', "-", TOOLCHAIN, ruby)
+    assert status.success?
+    assert_equal "3.3", out.chomp
   end
 end

@@ -4,7 +4,7 @@
 # into a Ruby of our own. Debian ships each gem unpacked under /usr/share/rubygems-integration/all, with its
 # specification beside it; the specification names the gem and its dependencies, the unpacked tree is the content.
 #
-#   ruby script/deb2gem.rb PACKAGE.deb OUTPUT_DIR    # prints the path of each .gem it wrote
+#   ruby script/provision/deb2gem.rb PACKAGE.deb OUTPUT_DIR    # prints the path of each .gem it wrote
 require "fileutils"
 require "rubygems/package"
 require "tmpdir"

@@ -1,0 +1,84 @@
+# shellcheck shell=bash
+# The gems the build and the suite need, for one provisioned CRuby, without rubygems.org: pure-Ruby gems from
+# Debian's arch:all packages repacked as .gem files (script/provision/deb2gem.rb), gems with C extensions built from
+# Debian's source packages, then `bundle install --local` against the committed Gemfile.lock. Ruby's bundled gems
+# (minitest, rake, rbs, test-unit) come with Ruby. Sourced by script/provision/debian.
+
+# Pure-Ruby gems from Debian's archive (arch:all binary packages), in dependency order.
+DEBIAN_GEMS=(ruby-rake-compiler-dock ruby-rb-sys rake-compiler ruby-benchmark-ips ruby-progressbar ruby-mini-portile2)
+
+# Gems with C extensions, built from Debian's source packages: "source-package gem-name [-- build options]".
+DEBIAN_SOURCE_GEMS=("ruby-sqlite3 sqlite3 -- --enable-system-libraries")
+
+# install_debian_gems MINOR
+install_debian_gems() {
+  local minor="$1" ruby gem_cmd debs="$LM_CACHE/debs" gems="$LM_CACHE/gems"
+  ruby="$(lm_ruby_bin "$minor")"
+  gem_cmd=("$(dirname "$ruby")/gem")
+  mkdir -p "$debs" "$gems"
+  for pkg in "${DEBIAN_GEMS[@]}"; do
+    local version deb gem_name gem_version
+    version="$(apt_private_cache show "$pkg" 2>/dev/null | sed -n 's/^Version: //p' | sort -urV | head -n1)"
+    [ -n "$version" ] || { echo "provision: Debian has no package $pkg" >&2; exit 1; }
+    deb="$(ls "$debs/${pkg}_${version#*:}_all.deb" 2>/dev/null || true)"
+    if [ -z "$deb" ]; then
+      (cd "$debs" && apt_private download "$pkg=$version" >/dev/null)
+      deb="$debs/${pkg}_${version#*:}_all.deb"
+    fi
+    local built
+    built="$("$ruby" "$LM_PROVISION/deb2gem.rb" "$deb" "$gems")"
+    for gem_file in $built; do
+      gem_name="$(basename "$gem_file" .gem)"
+      gem_version="${gem_name##*-}"
+      gem_name="${gem_name%-*}"
+      if "${gem_cmd[@]}" list -i "^${gem_name}\$" -v "$gem_version" >/dev/null; then continue; fi
+      say "Ruby $minor: installing $gem_name $gem_version (from Debian's $pkg)"
+      (cd "$gems" && "${gem_cmd[@]}" install --local --no-document "$gem_file" >/dev/null)
+    done
+  done
+}
+
+# install_debian_source_gems MINOR
+install_debian_source_gems() {
+  local minor="$1" ruby gem_cmd entry
+  ruby="$(lm_ruby_bin "$minor")"
+  gem_cmd=("$(dirname "$ruby")/gem")
+  for entry in "${DEBIAN_SOURCE_GEMS[@]}"; do
+    local package gem_name build_args=() version tree upstream
+    read -r package gem_name _ <<<"$entry"
+    [[ "$entry" == *" -- "* ]] && read -r -a build_args <<<"${entry#* -- }"
+    local found tarball listed installed
+    # Already built from one of the versions the index lists: nothing to download.
+    listed="$(apt_private_cache showsrc "$package" | sed -n 's/^Version: //p' | sed 's/^[0-9]*://; s/-[^-]*$//' | sort -u)"
+    installed="$("${gem_cmd[@]}" list -e "$gem_name" 2>/dev/null | sed -n 's/^[^ ]* (\(.*\))$/\1/p' | tr -d ' ' | tr ',' '\n' | sed 's/^default://')"
+    if [ -n "$installed" ] && grep -qxF -f <(printf '%s\n' "$installed") <(printf '%s\n' "$listed"); then continue; fi
+    found="$(fetch_source "$package" "$LM_CACHE/src/$package")"
+    read -r version tarball <<<"$found"
+    upstream="${version#*:}"
+    upstream="${upstream%-*}"
+    if "${gem_cmd[@]}" list -i "^${gem_name}\$" -v "$upstream" >/dev/null; then continue; fi
+    say "Ruby $minor: building $gem_name $upstream from Debian's $package source package"
+    tree="$LM_CACHE/src/$package/tree-$version"
+    unpack "$tarball" "$tree"
+    (
+      cd "$tree"
+      "${gem_cmd[@]}" build "$gem_name.gemspec" >/dev/null 2>&1
+      "${gem_cmd[@]}" install --local --no-document "$gem_name-$upstream.gem" -- "${build_args[@]}" >/dev/null
+    )
+    rm -rf "$tree"
+  done
+}
+
+# bundle_local: the bundle of Gemfile.lock, from the gems installed above (no registry).
+bundle_local() {
+  local ruby lock="$LM_ROOT/Gemfile.lock" kept
+  ruby="$(lm_ruby_bin "$LM_RUBY_MINOR_DEFAULT")"
+  say "bundle install --local"
+  # Bundler rewrites Gemfile.lock even when nothing in it changes; an unchanged one keeps its date, so that the
+  # extension (which counts the lock among its sources) is not rebuilt for nothing.
+  kept="$(mktemp)"
+  cp -p "$lock" "$kept"
+  (cd "$LM_ROOT" && BUNDLE_GEMFILE="$LM_ROOT/Gemfile" BUNDLE_SILENCE_ROOT_WARNING=1 "$(dirname "$ruby")/bundle" install --local --quiet)
+  if cmp -s "$lock" "$kept"; then touch -r "$kept" "$lock"; fi
+  rm -f "$kept"
+}
