@@ -6,7 +6,6 @@ require "json"
 require "open3"
 require "pty"
 require "stringio"
-require "tmpdir"
 
 # exe/lease_machines as a user runs it: a separate process, its output and its exit status.
 class CLITest < Minitest::Test
@@ -20,7 +19,7 @@ class CLITest < Minitest::Test
             end
 
   def setup
-    skip "runs the executable in child processes; the plain suite covers it" if GC_STRESS || RBS_TEST
+    plain_suite_only!("runs the executable in child processes")
     spawns_ruby!
   end
 
@@ -89,37 +88,34 @@ class CLITest < Minitest::Test
     assert_match(/^Usage: lease_machines audit \[options\] FILE/, out)
   end
 
-  def test_audit_passes_a_real_event_log
+  # An event log file of two grants on +resource+, one after the other's expiry; +reverse+ writes it backwards.
+  def event_log(resource, reverse: false)
     table = LeaseMachines::Table.new
-    table.acquire(resource: "nightly-report", owner: 1, now: 0.0, ttl: 5.0)
-    table.acquire(resource: "nightly-report", owner: 2, now: 6.0, ttl: 5.0)
-    Dir.mktmpdir do |dir|
-      path = File.join(dir, "events.json")
-      File.write(path, LeaseMachines.events_to_json(table.events))
-      out, err, status = lease_machines("audit", path)
-      assert_equal 0, status.exitstatus, err
-      assert_equal "#{path}: 2 events checked, no findings\n", out
-      out, _err, status = lease_machines("audit", "-", stdin: File.read(path))
-      assert_equal 0, status.exitstatus
-      assert_equal "-: 2 events checked, no findings\n", out
-    end
+    table.acquire(resource:, owner: 1, now: 0.0, ttl: 5.0)
+    table.acquire(resource:, owner: 2, now: 6.0, ttl: 5.0)
+    events = reverse ? table.events.reverse : table.events
+    File.join(scratch_dir("lease-cli"), "events.json").tap { File.write(_1, LeaseMachines.events_to_json(events)) }
+  end
+
+  def test_audit_passes_a_real_event_log
+    path = event_log("nightly-report")
+    out, err, status = lease_machines("audit", path)
+    assert_equal 0, status.exitstatus, err
+    assert_equal "#{path}: 2 events checked, no findings\n", out
+    out, _err, status = lease_machines("audit", "-", stdin: File.read(path))
+    assert_equal 0, status.exitstatus
+    assert_equal "-: 2 events checked, no findings\n", out
   end
 
   def test_audit_reports_findings_and_exits_1
-    table = LeaseMachines::Table.new
-    table.acquire(resource: "r", owner: 1, now: 0.0, ttl: 5.0)
-    table.acquire(resource: "r", owner: 2, now: 6.0, ttl: 5.0)
-    Dir.mktmpdir do |dir|
-      path = File.join(dir, "events.json")
-      File.write(path, LeaseMachines.events_to_json(table.events.reverse))
-      out, _err, status = lease_machines("audit", path)
-      assert_equal 1, status.exitstatus
-      assert_includes out, "#{path}: event 1 (resource \"r\"): token_not_rising: "
-      assert_match(/: 2 events checked, 4 findings$/, out)
-      out, _err, status = lease_machines("audit", "--json", path)
-      assert_equal 1, status.exitstatus
-      assert_equal 4, LeaseMachines::AuditReport.from_json(out).findings.size
-    end
+    path = event_log("r", reverse: true)
+    out, _err, status = lease_machines("audit", path)
+    assert_equal 1, status.exitstatus
+    assert_includes out, "#{path}: event 1 (resource \"r\"): token_not_rising: "
+    assert_match(/: 2 events checked, 4 findings$/, out)
+    out, _err, status = lease_machines("audit", "--json", path)
+    assert_equal 1, status.exitstatus
+    assert_equal 4, LeaseMachines::AuditReport.from_json(out).findings.size
   end
 
   def test_audit_refuses_unreadable_input_with_exit_2

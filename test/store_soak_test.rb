@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "tmpdir"
 require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
 
 # A bounded multi-process soak: worker processes acquire, write through the fence and release on two resources
@@ -14,19 +13,14 @@ class StoreSoakTest < Minitest::Test
 
   def setup
     requires_sqlite3!
-    skip "forks workers; run in the plain suite only" if GC_STRESS || RBS_TEST
-    @dir = Dir.mktmpdir("lease-soak")
-    @path = File.join(@dir, "soak.sqlite3")
+    plain_suite_only!("forks workers")
+    @path = File.join(scratch_dir("lease-soak"), "soak.sqlite3")
     store = LeaseMachines::Store.new(@path)
     store.database.execute_batch(<<~SQL)
       CREATE TABLE writes (id INTEGER PRIMARY KEY, resource TEXT NOT NULL, token INTEGER NOT NULL);
       CREATE TABLE grants (resource TEXT NOT NULL, token INTEGER NOT NULL);
     SQL
     store.close
-  end
-
-  def teardown
-    FileUtils.remove_entry(@dir) if @dir
   end
 
   def worker(seed)

@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "tmpdir"
 require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
 
 # The SQLite store: every decision, durably, and every error path with nothing half-applied.
@@ -10,15 +9,13 @@ class StoreTest < Minitest::Test
 
   def setup
     requires_sqlite3!
-    @dir = Dir.mktmpdir("lease-store")
+    @dir = scratch_dir("lease-store")
     @path = File.join(@dir, "leases.sqlite3")
     @store = LeaseMachines::Store.new(@path)
   end
 
   def teardown
     @store&.close
-    FileUtils.chmod_R("u+w", @dir)
-    FileUtils.remove_entry(@dir)
   end
 
   def reopen = LeaseMachines::Store.new(@path)
@@ -195,14 +192,12 @@ class StoreTransactionTest < Minitest::Test
 
   def setup
     requires_sqlite3!
-    @dir = Dir.mktmpdir("lease-store")
-    @store = LeaseMachines::Store.new(File.join(@dir, "leases.sqlite3"))
+    @store = LeaseMachines::Store.new(File.join(scratch_dir("lease-store"), "leases.sqlite3"))
     @store.database.execute("CREATE TABLE report (token INTEGER UNIQUE)")
   end
 
   def teardown
     @store.close
-    FileUtils.remove_entry(@dir)
   end
 
   def rows = @store.database.execute("SELECT token FROM report").flatten

@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
+require "fileutils"
 require "minitest/autorun"
+require "tmpdir"
 require "lease_machines"
 
 module LeaseMachines
@@ -33,6 +35,10 @@ module LeaseMachines
 
     def after_teardown
       GC.stress = false if GC_STRESS
+      (@scratch_dirs || []).each do |dir|
+        FileUtils.chmod_R("u+w", dir)
+        FileUtils.remove_entry(dir)
+      end
       super
     end
 
@@ -44,6 +50,25 @@ module LeaseMachines
     # Skip a test that starts another Ruby process when that is impossible here.
     def spawns_ruby!
       skip "cannot start a child Ruby here (qemu-user without binfmt)" if NO_SPAWN
+    end
+
+    # Skip a test that works through child processes (+what+ says which) under GC.stress or RBS's runtime checks:
+    # neither reaches a child, so the plain suite covers it.
+    def plain_suite_only!(what)
+      skip "#{what}; the plain suite covers it" if GC_STRESS || RBS_TEST
+    end
+
+    # Skip a test of this checkout's scripts when the suite runs against an installed gem.
+    def checkout_only!(what)
+      skip "#{what}, not the installed gem" if INSTALLED
+    end
+
+    # A fresh directory named after +prefix+, removed after the test (made writable first, since a test may have
+    # taken the write permission away).
+    def scratch_dir(prefix)
+      dir = Dir.mktmpdir(prefix)
+      (@scratch_dirs ||= []) << dir
+      dir
     end
 
     # Skip a test that passes arguments outside the signatures on purpose.

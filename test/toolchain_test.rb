@@ -1,9 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "fileutils"
 require "open3"
-require "tmpdir"
 
 # script/toolchain.sh's freshness rule for the checkout's extension, which every entry point (bin/ruby,
 # bin/worker-seven, bin/lease_machines, bin/setup) applies before it loads the gem: missing or older than any file
@@ -14,14 +12,10 @@ class ToolchainTest < Minitest::Test
                ext/lease_machines_native/extconf.rb rakelib/compile.rake].freeze
 
   def setup
-    skip "tests this checkout's scripts, not the installed gem" if INSTALLED
-    skip "runs bash in child processes; the plain suite covers it" if GC_STRESS || RBS_TEST
-    @root = Dir.mktmpdir("lease_machines-toolchain")
+    checkout_only!("tests this checkout's scripts")
+    plain_suite_only!("runs bash in child processes")
+    @root = scratch_dir("lease_machines-toolchain")
     SOURCES.each { write(_1, at: Time.now - 60) }
-  end
-
-  def teardown
-    FileUtils.remove_entry(@root) if @root
   end
 
   def write(path, at:)

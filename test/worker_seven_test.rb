@@ -9,8 +9,8 @@ class WorkerSevenTest < Minitest::Test
   COMMAND = File.expand_path("../bin/worker-seven", __dir__)
 
   def setup
-    skip "forks workers; run in the plain suite only" if GC_STRESS || RBS_TEST
-    skip "runs this checkout's bin/worker-seven, not the installed gem" if INSTALLED
+    plain_suite_only!("forks workers")
+    checkout_only!("runs this checkout's bin/worker-seven")
     requires_sqlite3!
   end
 
