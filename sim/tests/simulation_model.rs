@@ -3,11 +3,11 @@
 //! the fence would have refused, and there are some wherever failovers happen.
 //!
 //! `PROPTEST_CASES` configurations per property (default 256), each of at most 400 cycles.
-#![cfg(feature = "simulation")]
 
 use core::time::Duration;
 
-use lease_machines::{simulate, ClockPolicy, FenceMode, Scenario, Simulation, SimulationConfig, SimulationReport};
+use lease_machines::ClockPolicy;
+use lease_machines_sim::{simulate, FenceMode, Scenario, Simulation, SimulationConfig, SimulationReport};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 

@@ -1,11 +1,11 @@
 //! The failover simulation: moonleasekit's failover preset, determinism, refused configurations, restores and clock
 //! steps that change nothing about safety, and a disabled fence that the oracle catches.
-#![cfg(feature = "simulation")]
 
 use core::time::Duration;
 use std::time::Instant;
 
-use lease_machines::{simulate, ClockPolicy, FenceMode, Scenario, SimulationConfig, SimulationError, SimulationReport};
+use lease_machines::ClockPolicy;
+use lease_machines_sim::{simulate, FenceMode, Scenario, SimulationConfig, SimulationError, SimulationReport};
 
 fn run(config: SimulationConfig) -> SimulationReport {
     simulate(&config).unwrap_or_else(|error| panic!("{config:?} is valid: {error}"))
