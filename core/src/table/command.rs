@@ -5,7 +5,8 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::engine::{Change, Precondition};
-use super::{certifies, EventKind, EventSink, LeaseTable, TableLease};
+use super::{EventKind, EventSink, LeaseTable, TableLease};
+use crate::election::certifies;
 use crate::{rules, FencingToken, OwnerId, QuorumCertificate, Rejection, TableDecision};
 
 /// One request to a [`LeaseTable`](crate::LeaseTable), as a value. [`LeaseTable::apply`](crate::LeaseTable::apply)

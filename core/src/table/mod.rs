@@ -26,7 +26,7 @@ pub use lease::TableLease;
 pub use metrics::Metrics;
 pub use state::{validate_record, IssueCode, LeaseRecord, ResourceRecord, StateIssue, TableCheckpoint};
 
-use crate::{quorum_size, CertificateStatus, ClockPolicy, FencingToken, Lease, OwnerId, QuorumCertificate, Rejection};
+use crate::{ClockPolicy, FencingToken, Lease, Rejection};
 
 /// The answer to every [`LeaseTable`] command. Refusals are values, as with [`Decision`](crate::Decision).
 #[must_use = "a decision says whether the caller holds the lease; ignoring it is how stale writers happen"]
@@ -98,22 +98,6 @@ impl Slot {
     fn table_lease<R: Clone>(&self, resource: &R) -> Option<TableLease<R>> {
         self.held.map(|held| TableLease::new(resource.clone(), held.lease, held.issued_at, self.revision, held.term))
     }
-}
-
-/// Whether `certificate` says what [`certify_votes`](crate::certify_votes) says of a valid election: its fields are
-/// public, so a certificate built by hand is checked for consistency rather than trusted.
-fn certifies(certificate: &QuorumCertificate<OwnerId>) -> bool {
-    let mut voters = certificate.voters.clone();
-    voters.sort_unstable();
-    voters.dedup();
-    certificate.valid
-        && certificate.status == CertificateStatus::Certified
-        && certificate.leader.is_some()
-        && certificate.members > 0
-        && certificate.quorum == quorum_size(certificate.members)
-        && voters.len() >= certificate.quorum
-        && voters.len() <= certificate.members
-        && certificate.equivocations.iter().all(|equivocation| voters.binary_search(&equivocation.voter).is_err())
 }
 
 /// The running totals behind [`Metrics`].
