@@ -4,7 +4,7 @@
 use alloc::collections::BTreeMap;
 use core::time::Duration;
 
-use super::{Counters, EventLog, EventSink, Held, LeaseTable, Slot, TableCheckpoint};
+use super::{Counters, EventLog, EventSink, LeaseTable, Slot, StoredLease, TableCheckpoint};
 use crate::{ClockPolicy, FencingToken, Lease, OwnerId, Rejection};
 
 impl<R: Ord + Clone> LeaseTable<R> {
@@ -63,15 +63,15 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
             .into_records()
             .into_iter()
             .map(|record| {
-                let held = record.lease.and_then(|lease| {
-                    Some(Held {
+                let stored = record.lease.and_then(|lease| {
+                    Some(StoredLease {
                         lease: Lease::new(OwnerId::new(lease.owner), FencingToken::new(lease.token)?, lease.expires_at),
                         issued_at: lease.issued_at,
                         term: lease.term,
                     })
                 });
                 let last_issued = record.last_issued.and_then(FencingToken::new);
-                (record.resource, Slot { last_issued, revision: record.revision, term: record.term, held })
+                (record.resource, Slot { last_issued, revision: record.revision, term: record.term, stored })
             })
             .collect();
         self

@@ -175,7 +175,7 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
         ttl: Duration,
     ) -> TableDecision<R> {
         self.decide(resource, now, Some(ttl), |slot, now, deadline| {
-            rules::held(slot.lease(), owner, token, now)?;
+            rules::current_lease(slot.lease(), owner, token, now)?;
             Ok(Change::Renew { deadline })
         })
     }
@@ -184,7 +184,7 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
     /// [`LeaseAuthority::release`](crate::LeaseAuthority::release) refuses, or with `RevisionSpaceExhausted`.
     pub fn release(&mut self, resource: &R, owner: OwnerId, token: FencingToken, now: Duration) -> TableDecision<R> {
         self.decide(resource, now, None, |slot, now, _| {
-            rules::held(slot.lease(), owner, token, now)?;
+            rules::current_lease(slot.lease(), owner, token, now)?;
             Ok(Change::End { kind: EventKind::Released })
         })
     }
@@ -206,7 +206,7 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
             if slot.term.is_some() {
                 return Err(Rejection::LeadershipRequired);
             }
-            rules::held(slot.lease(), owner, token, now)?;
+            rules::current_lease(slot.lease(), owner, token, now)?;
             rules::next_token(slot.last_issued)?;
             Ok(Change::Grant { kind: EventKind::Transferred, owner: new_owner, deadline, term: None })
         })
@@ -216,9 +216,9 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
     /// high-water stays, so the next grant still gets a greater token. Refused with `ClockRegressed`, `NotHeld`
     /// (no record), `Occupied` (the lease is live: reaping never ends a live lease) or `RevisionSpaceExhausted`.
     pub fn reap(&mut self, resource: &R, now: Duration) -> TableDecision<R> {
-        self.decide(resource, now, None, |slot, now, _| match slot.held {
+        self.decide(resource, now, None, |slot, now, _| match slot.stored {
             None => Err(Rejection::NotHeld),
-            Some(held) if held.lease.is_live(now) => Err(Rejection::Occupied),
+            Some(stored) if stored.lease.is_live(now) => Err(Rejection::Occupied),
             Some(_) => Ok(Change::End { kind: EventKind::Reaped }),
         })
     }
@@ -237,7 +237,7 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
         let expired: Vec<R> = self
             .resources
             .iter()
-            .filter(|(_, slot)| slot.held.is_some_and(|held| !held.lease.is_live(now)))
+            .filter(|(_, slot)| slot.stored.is_some_and(|stored| !stored.lease.is_live(now)))
             .map(|(resource, _)| resource.clone())
             .collect();
         let mut reaped = Vec::with_capacity(expired.len());

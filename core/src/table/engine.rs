@@ -4,7 +4,7 @@
 
 use core::time::Duration;
 
-use super::{Event, EventKind, EventSink, Held, LeaseTable, Slot, TableDecision};
+use super::{Event, EventKind, EventSink, LeaseTable, Slot, StoredLease, TableDecision};
 use crate::{rules, Lease, OwnerId, Rejection};
 
 /// What a grant requires beyond a vacant resource.
@@ -54,7 +54,7 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
             let rotate = rotation == EventKind::Reacquired;
             rules::vacant_for(slot.lease(), owner, now, rotate)?;
             rules::next_token(slot.last_issued)?;
-            let live_own = slot.held.filter(|held| held.lease.is_live(now) && held.lease.owner() == owner);
+            let live_own = slot.stored.filter(|stored| stored.lease.is_live(now) && stored.lease.owner() == owner);
             let kind = if live_own.is_some() && rotate { EventKind::Reacquired } else { EventKind::Acquired };
             Ok(Change::Grant { kind, owner, deadline, term })
         })
@@ -111,7 +111,7 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
         let change = check(&before, now, deadline)?;
         let revision = before.revision.checked_add(1).ok_or(Rejection::RevisionSpaceExhausted)?;
         let mut after = Slot { revision, ..before };
-        let replaced = before.held.map(|held| held.lease);
+        let replaced = before.stored.map(|stored| stored.lease);
         let mut transition = false;
         let (kind, ended) = match change {
             Change::Grant { kind, owner, deadline, term } => {
@@ -119,22 +119,25 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
                 transition = !matches!(replaced, Some(lease) if lease.owner() == owner);
                 after.last_issued = Some(token);
                 after.term = after.term.max(term);
-                after.held = Some(Held { lease: Lease::new(owner, token, deadline), issued_at: now, term });
+                after.stored = Some(StoredLease { lease: Lease::new(owner, token, deadline), issued_at: now, term });
                 (kind, None)
             }
             Change::Renew { deadline } => {
-                after.held = before.held.map(|held| Held {
-                    lease: Lease::new(held.lease.owner(), held.lease.token(), held.lease.expires_at().max(deadline)),
-                    ..held
+                after.stored = before.stored.map(|stored| {
+                    let lease = stored.lease;
+                    StoredLease {
+                        lease: Lease::new(lease.owner(), lease.token(), lease.expires_at().max(deadline)),
+                        ..stored
+                    }
                 });
                 (EventKind::Renewed, None)
             }
             Change::End { kind } => {
-                after.held = None;
-                (kind, before.held)
+                after.stored = None;
+                (kind, before.stored)
             }
         };
-        let shown = after.held.or(ended).ok_or(Rejection::NotHeld)?;
+        let shown = after.stored.or(ended).ok_or(Rejection::NotHeld)?;
         let event = Event {
             resource: resource.clone(),
             kind,

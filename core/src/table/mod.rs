@@ -78,12 +78,12 @@ struct Slot {
     last_issued: Option<FencingToken>,
     revision: u64,
     term: Option<u64>,
-    held: Option<Held>,
+    stored: Option<StoredLease>,
 }
 
-/// A lease record inside the table (its resource is the key, its revision the slot's).
+/// The lease a slot stores, live or expired (its resource is the key, its revision the slot's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Held {
+struct StoredLease {
     lease: Lease,
     issued_at: Duration,
     term: Option<u64>,
@@ -91,12 +91,13 @@ struct Held {
 
 impl Slot {
     fn lease(&self) -> Option<Lease> {
-        self.held.map(|held| held.lease)
+        self.stored.map(|stored| stored.lease)
     }
 
     /// The slot's lease record as a [`TableLease`] of `resource`.
     fn table_lease<R: Clone>(&self, resource: &R) -> Option<TableLease<R>> {
-        self.held.map(|held| TableLease::new(resource.clone(), held.lease, held.issued_at, self.revision, held.term))
+        self.stored
+            .map(|stored| TableLease::new(resource.clone(), stored.lease, stored.issued_at, self.revision, stored.term))
     }
 }
 

@@ -97,12 +97,12 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
                 last_issued: slot.last_issued.map(FencingToken::value),
                 revision: slot.revision,
                 term: slot.term,
-                lease: slot.held.map(|held| LeaseRecord {
-                    owner: held.lease.owner().value(),
-                    token: held.lease.token().value(),
-                    issued_at: held.issued_at,
-                    expires_at: held.lease.expires_at(),
-                    term: held.term,
+                lease: slot.stored.map(|stored| LeaseRecord {
+                    owner: stored.lease.owner().value(),
+                    token: stored.lease.token().value(),
+                    issued_at: stored.issued_at,
+                    expires_at: stored.lease.expires_at(),
+                    term: stored.term,
                 }),
             })
             .collect();
@@ -123,9 +123,9 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
         };
         for slot in self.resources.values() {
             metrics.highest_token = metrics.highest_token.max(slot.last_issued);
-            if let Some(held) = slot.held {
+            if let Some(stored) = slot.stored {
                 metrics.stored_leases = metrics.stored_leases.saturating_add(1);
-                if held.lease.is_live(now) {
+                if stored.lease.is_live(now) {
                     metrics.live_leases = metrics.live_leases.saturating_add(1);
                 } else {
                     metrics.expired_leases = metrics.expired_leases.saturating_add(1);
