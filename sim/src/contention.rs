@@ -136,11 +136,7 @@ impl Crowd {
                 tenure.holder.expire();
                 None
             }
-            TableDecision::Rejected(rejection) if stage.refused(rejection) => {
-                stage.lost(tenure);
-                None
-            }
-            _ => Some(tenure),
+            refused => kept(stage, refused, tenure),
         }
     }
 }
@@ -195,11 +191,7 @@ fn rotate(stage: &mut Stage, worker: &mut Worker, mut tenure: Tenure, clock: Dur
             write(stage, worker, &tenure, clock);
             Some(tenure)
         }
-        TableDecision::Rejected(rejection) if stage.refused(rejection) => {
-            stage.lost(tenure);
-            None
-        }
-        _ => Some(tenure),
+        refused => kept(stage, refused, tenure),
     }
 }
 
@@ -212,6 +204,14 @@ fn release(stage: &mut Stage, worker: &Worker, mut tenure: Tenure, clock: Durati
             tenure.holder.expire();
             None
         }
+        refused => kept(stage, refused, tenure),
+    }
+}
+
+/// What a holder's rotation, transfer or release that did not go through leaves: the tenure as it was after a
+/// `ClockRegressed` refusal (the worker retries on a later turn), nothing after any other refusal (the lease is gone).
+fn kept(stage: &mut Stage, decision: TableDecision<u64>, tenure: Tenure) -> Option<Tenure> {
+    match decision {
         TableDecision::Rejected(rejection) if stage.refused(rejection) => {
             stage.lost(tenure);
             None
