@@ -3,7 +3,7 @@
 require "test_helper"
 require "timeout"
 
-# LeaseMachines.simulate and Simulation: the core's deterministic simulation, as Ruby sees it.
+# LeaseMachines.simulate and Simulation: the deterministic simulation (the lease-machines-sim crate), as Ruby sees it.
 class SimulationTest < Minitest::Test
   include LeaseMachines::TestSupport
 

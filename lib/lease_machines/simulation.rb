@@ -1,11 +1,11 @@
 # frozen_string_literal: true
 
 module LeaseMachines
-  # What LeaseMachines.simulate runs. Every member has a default (the core's SimulationConfig::default: a mixed
-  # contention run), so +SimulationConfig.new(cycles: 1_000)+ changes only what it names.
+  # What LeaseMachines.simulate runs. Every member has a default (lease-machines-sim's SimulationConfig::default: a
+  # mixed contention run), so +SimulationConfig.new(cycles: 1_000)+ changes only what it names.
   #
   # - +seed+: the seed of the ChaCha8 generator every random choice comes from, an Integer in 0..2**64-1.
-  # - +cycles+: how many cycles to run, 0..2**64-1 (see the core's +simulate+ for what one cycle is).
+  # - +cycles+: how many cycles to run, 0..2**64-1 (see +simulate+ in lease-machines-sim for what one cycle is).
   # - +workers+: how many workers contend, 2..1024 (owner ids 1..workers).
   # - +resources+: how many resources they contend for, 1..1024 (named "0", "1", ... in the event log).
   # - +ttl+: the TTL every worker asks for, Float seconds, at least 1e-6; the simulated time, at most
@@ -56,9 +56,9 @@ module LeaseMachines
     # True when no write broke the fencing rule and the audit found nothing.
     def safe? = violations.zero? && audit_valid
 
-    # Fencing tokens issued over every resource: one per grant (acquisitions, rotations and transfers), as the core's
-    # SimulationReport::tokens_issued counts them. Each resource numbers its own tokens from 1, so with more than one
-    # resource this is more than +final_token+, the highest token of any one.
+    # Fencing tokens issued over every resource: one per grant (acquisitions, rotations and transfers), as the
+    # simulation crate's SimulationReport::tokens_issued counts them. Each resource numbers its own tokens from 1, so
+    # with more than one resource this is more than +final_token+, the highest token of any one.
     def tokens_issued = leases_acquired + rotations + transfers
 
     # The report as a JSON document (format 1): the same bytes for the same configuration, on any machine.
