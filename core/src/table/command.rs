@@ -224,8 +224,8 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
     }
 
     /// Reaps every lease record expired at `now`, in resource order, and returns the leases reaped. O(n). Refused
-    /// as a whole with [`Rejection::ClockRegressed`] under [`ClockPolicy::Reject`]; a resource whose revision cannot
-    /// rise is skipped (and counted as a `RevisionSpaceExhausted` rejection).
+    /// as a whole with [`Rejection::ClockRegressed`] under [`ClockPolicy::Reject`](crate::ClockPolicy::Reject); a
+    /// resource whose revision cannot rise is skipped (and counted as a `RevisionSpaceExhausted` rejection).
     pub fn reap_expired(&mut self, now: Duration) -> Result<Vec<TableLease<R>>, Rejection> {
         let now = match rules::observe(&mut self.observed.clone(), self.clock_policy, now) {
             Ok(now) => now,
