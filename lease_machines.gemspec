@@ -23,10 +23,11 @@ Gem::Specification.new do |spec|
     "cargo_manifest_path" => "ffi/Cargo.toml"
   }
 
-  # The source gem carries the whole Cargo workspace (the core crate included) and compiles it on install.
+  # The source gem carries the whole Cargo workspace (the core and simulation crates included) and compiles it on install.
   spec.files = Dir[
     "lib/**/*.rb", "lib/**/*.sql", "sig/**/*.rbs", "ext/**/*.rb", "exe/*",
     "Cargo.toml", "Cargo.lock", "core/Cargo.toml", "core/src/**/*.rs", "core/benches/*.rs", "core/*.md", "core/LICENSE.txt",
+    "sim/Cargo.toml", "sim/src/**/*.rs", "sim/benches/*.rs",
     "ffi/Cargo.toml", "ffi/src/**/*.rs",
     "README.md", "CHANGELOG.md", "LICENSE.txt"
   ]

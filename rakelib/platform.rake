@@ -22,10 +22,10 @@ require_relative "installed_gem"
 # - platform:check opens each gem as a gem-build test would: one .so per minor and none at the top of
 #   lib/lease_machines/, the right ELF machine, no glibc symbol above the floor, no rb_sys dependency and no Rust
 #   sources in native gems, required_ruby_version accepting exactly the built minors, the platform right.
-# - platform:prove runs the core crate's tests for aarch64 under qemu-aarch64-static, then installs each gem into a
-#   fresh GEM_HOME and runs the test suite against the installed gem: the x86_64 gem with every x86_64 Ruby, the
-#   aarch64 gem with every aarch64 Ruby under qemu, the source gem (compiling on install) with the default Ruby:
-#   rakelib/installed_gem.rb, the same proof as rake gem:smoke's; the four jobs run side by side.
+# - platform:prove runs the core and simulation crates' tests for aarch64 under qemu-aarch64-static, then installs
+#   each gem into a fresh GEM_HOME and runs the test suite against the installed gem: the x86_64 gem with every
+#   x86_64 Ruby, the aarch64 gem with every aarch64 Ruby under qemu, the source gem (compiling on install) with the
+#   default Ruby: rakelib/installed_gem.rb, the same proof as rake gem:smoke's; the four jobs run side by side.
 module Platform
   ROOT = File.expand_path("..", __dir__)
   PKG = File.join(ROOT, "pkg")
@@ -236,7 +236,8 @@ module Platform
     check contents.grep(/\.so\z/).empty?, "no compiled extension"
     check spec.extensions == ["ext/lease_machines_native/extconf.rb"], "compiles on install (#{spec.extensions.join})"
     check spec.dependencies.any? { _1.name == "rb_sys" }, "depends on rb_sys, which builds the extension"
-    %w[Cargo.toml Cargo.lock core/Cargo.toml core/src/lib.rs core/FORMAT.md ffi/Cargo.toml ffi/src/lib.rs].each do |file|
+    %w[Cargo.toml Cargo.lock core/Cargo.toml core/src/lib.rs core/FORMAT.md sim/Cargo.toml sim/src/lib.rs ffi/Cargo.toml
+        ffi/src/lib.rs].each do |file|
       check contents.include?(file), "carries #{file}"
     end
   end
@@ -265,15 +266,16 @@ namespace :platform do
     Platform.check_source_gem
   end
 
-  desc "Run the core's tests for aarch64 under qemu, and the suite against each gem installed in a fresh GEM_HOME"
+  desc "Run the core's and the simulation's tests for aarch64 under qemu, and the suite against each gem installed in a fresh GEM_HOME"
   task :prove do
     Bundler.with_unbundled_env do
       jobs = []
       jobs << lambda do |out|
-        out.puts "==> the core crate's tests for aarch64-unknown-linux-gnu, under qemu-aarch64-static"
+        out.puts "==> the core and simulation crates' tests for aarch64-unknown-linux-gnu, under qemu-aarch64-static"
         cases = ENV.fetch("LEASE_MACHINES_QEMU_PROPTEST_CASES", Platform::QEMU_PROPTEST_CASES)
-        system({ "PROPTEST_CASES" => cases }, "cargo", "test", "--locked", "-p", "lease-machines", "--all-features",
-               "--target", "aarch64-unknown-linux-gnu", chdir: Platform::ROOT, out: out, err: out, exception: true)
+        system({ "PROPTEST_CASES" => cases }, "cargo", "test", "--locked", "-p", "lease-machines", "-p", "lease-machines-sim",
+               "--all-features", "--target", "aarch64-unknown-linux-gnu",
+               chdir: Platform::ROOT, out: out, err: out, exception: true)
       end
       jobs << lambda do |out|
         Platform.minors.each do |minor|

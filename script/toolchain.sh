@@ -74,8 +74,8 @@ lm_cross_ruby_run() {
 lm_extension() { printf '%s/lib/lease_machines/lease_machines_native.so\n' "$1"; }
 
 # The files the extension is built from (cargo's, rb_sys's and the rake task's).
-LM_EXTENSION_SOURCES=(Cargo.toml Cargo.lock Gemfile.lock core/Cargo.toml core/src ffi/Cargo.toml ffi/src ext
-  rakelib/compile.rake)
+LM_EXTENSION_SOURCES=(Cargo.toml Cargo.lock Gemfile.lock core/Cargo.toml core/src sim/Cargo.toml sim/src ffi/Cargo.toml
+  ffi/src ext rakelib/compile.rake)
 
 # lm_extension_stale ROOT [MINOR]: true when ROOT's extension is missing, older than a file it is built from, or
 # (given MINOR) built for another CRuby minor than MINOR (ROOT/tmp/extension.ruby records the one it was built for).

@@ -3,7 +3,7 @@
 require "test_helper"
 require "timeout"
 
-# LeaseMachines.simulate and Simulation: the core's deterministic simulation, as Ruby sees it.
+# LeaseMachines.simulate and Simulation: the deterministic simulation (the lease-machines-sim crate), as Ruby sees it.
 class SimulationTest < Minitest::Test
   include LeaseMachines::TestSupport
 
@@ -107,6 +107,23 @@ class SimulationTest < Minitest::Test
     assert_match(/config must be a LeaseMachines::SimulationConfig, got nil/,
                  assert_raises(TypeError) { LeaseMachines.simulate(nil, cycles: 1) }.message)
     assert_raises(ArgumentError) { LeaseMachines::SimulationConfig.new(cylces: 3) }
+  end
+
+  # A token is issued per grant and each resource counts its own from 1: over several resources tokens_issued is the
+  # grants on all of them, final_token only the highest of any one; with one resource the two agree. The same runs
+  # and figures as the simulation crate's test.
+  def test_tokens_issued_counts_every_grant_on_every_resource
+    failover = LeaseMachines::SimulationConfig.failover_preset.with(cycles: 3_000, resources: 3, workers: 5)
+    runs = {
+      failover => [[3_003, 0, 0], 3_003, 1_040],
+      LeaseMachines::SimulationConfig.new(seed: 42, cycles: 1_500, workers: 5, resources: 3) => [[166, 39, 20], 225, 76],
+      LeaseMachines::SimulationConfig.new(seed: 2, cycles: 3_000, resources: 1) => [[137, 31, 35], 203, 203]
+    }
+    runs.each do |config, (grants, tokens_issued, final_token)|
+      report = LeaseMachines.simulate(config)
+      assert_equal grants, [report.leases_acquired, report.rotations, report.transfers], config.inspect
+      assert_equal [tokens_issued, final_token], [report.tokens_issued, report.final_token], config.inspect
+    end
   end
 
   def test_zero_cycles_is_an_empty_safe_run

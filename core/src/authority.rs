@@ -122,7 +122,7 @@ impl LeaseAuthority {
             Ok(times) => times,
             Err(rejection) => return Decision::Rejected(rejection),
         };
-        match rules::held(self.lease, owner, token, now) {
+        match rules::current_lease(self.lease, owner, token, now) {
             Ok(lease) => {
                 let renewed = Lease::new(owner, token, lease.expires_at().max(deadline));
                 self.lease = Some(renewed);
@@ -139,7 +139,7 @@ impl LeaseAuthority {
     /// [`Rejection::WrongOwner`] or [`Rejection::Expired`], exactly as [`renew`](Self::renew) does.
     pub fn release(&mut self, owner: OwnerId, token: FencingToken, now: Duration) -> Decision {
         let now = rules::observe(&mut self.observed, self.clock_policy, now);
-        match now.and_then(|now| rules::held(self.lease, owner, token, now)) {
+        match now.and_then(|now| rules::current_lease(self.lease, owner, token, now)) {
             Ok(_) => {
                 self.lease = None;
                 Decision::Released

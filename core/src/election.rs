@@ -257,6 +257,23 @@ pub fn certify_votes<N: Ord + Clone>(votes: &[ElectionVote<N>], membership: &[N]
     }
 }
 
+/// Whether `certificate` says what [`certify_votes`] says of a valid election: its fields are public, so a
+/// certificate built by hand is checked for consistency rather than trusted. What
+/// [`LeaseTable::acquire_leadership`](crate::LeaseTable::acquire_leadership) asks of the certificate it is given.
+pub(crate) fn certifies<N: Ord + Clone>(certificate: &QuorumCertificate<N>) -> bool {
+    let mut voters = certificate.voters.clone();
+    voters.sort_unstable();
+    voters.dedup();
+    certificate.valid
+        && certificate.status == CertificateStatus::Certified
+        && certificate.leader.is_some()
+        && certificate.members > 0
+        && certificate.quorum == quorum_size(certificate.members)
+        && voters.len() >= certificate.quorum
+        && voters.len() <= certificate.members
+        && certificate.equivocations.iter().all(|equivocation| voters.binary_search(&equivocation.voter).is_err())
+}
+
 /// The granted vote of `voter` for `candidate` in `term`, as it was cast (a counting vote has exactly these fields).
 fn granted_vote<N: Clone>(voter: &N, candidate: &N, term: u64) -> ElectionVote<N> {
     ElectionVote { voter: voter.clone(), candidate: candidate.clone(), term, granted: true }

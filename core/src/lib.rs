@@ -31,8 +31,6 @@ pub mod json;
 mod lease;
 mod owner;
 mod rules;
-#[cfg(feature = "simulation")]
-mod simulation;
 #[cfg(feature = "alloc")]
 mod table;
 mod token;
@@ -54,8 +52,6 @@ pub use election::{
 };
 #[cfg(feature = "alloc")]
 pub use fence_guard::{FenceGuard, FenceMark, FencedWrite};
-#[cfg(feature = "simulation")]
-pub use simulation::{simulate, FenceMode, Scenario, Simulation, SimulationConfig, SimulationError, SimulationReport};
 #[cfg(feature = "alloc")]
 pub use table::{
     audit, validate_record, AuditReport, BatchResult, Command, Discard, Event, EventKind, EventLog, EventSink, Finding,

@@ -44,8 +44,9 @@ pub(crate) fn vacant_for(lease: Option<Lease>, owner: OwnerId, now: Duration, ro
     }
 }
 
-/// The live lease that `owner` holds with `token` at `now`, or why it does not hold one.
-pub(crate) fn held(
+/// The current lease, if it is `owner`'s with `token` and live at `now`; else why not: no lease on record
+/// (`NotHeld`), another token (`StaleToken`), another owner (`WrongOwner`), or expired.
+pub(crate) fn current_lease(
     lease: Option<Lease>,
     owner: OwnerId,
     token: FencingToken,

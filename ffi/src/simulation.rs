@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 
 use lease_machines::json::Json;
-use lease_machines::{Simulation, SimulationConfig, SimulationReport};
+use lease_machines_sim::{Simulation, SimulationConfig, SimulationReport};
 use magnus::{prelude::*, typed_data::Obj, Error, IntoValue, RArray, RModule, RString, Ruby, Value};
 
 use crate::convert::{array_arg, entry, seconds, seconds_arg, u64_arg};

@@ -1,8 +1,7 @@
 //! The gem's Symbols and the core's enums, one `match` per direction.
 
-use lease_machines::{
-    CertificateStatus, ClockPolicy, EventKind, FenceMode, FindingCode, HolderState, Rejection, Scenario,
-};
+use lease_machines::{CertificateStatus, ClockPolicy, EventKind, FindingCode, HolderState, Rejection};
+use lease_machines_sim::{FenceMode, Scenario};
 use magnus::{prelude::*, value::LazyId, Error, RModule, Ruby, StaticSymbol, Symbol, TryConvert, Value};
 
 use crate::convert::shown;

@@ -1,11 +1,11 @@
 # frozen_string_literal: true
 
 module LeaseMachines
-  # What LeaseMachines.simulate runs. Every member has a default (the core's SimulationConfig::default: a mixed
-  # contention run), so +SimulationConfig.new(cycles: 1_000)+ changes only what it names.
+  # What LeaseMachines.simulate runs. Every member has a default (lease-machines-sim's SimulationConfig::default: a
+  # mixed contention run), so +SimulationConfig.new(cycles: 1_000)+ changes only what it names.
   #
   # - +seed+: the seed of the ChaCha8 generator every random choice comes from, an Integer in 0..2**64-1.
-  # - +cycles+: how many cycles to run, 0..2**64-1 (see the core's +simulate+ for what one cycle is).
+  # - +cycles+: how many cycles to run, 0..2**64-1 (see +simulate+ in lease-machines-sim for what one cycle is).
   # - +workers+: how many workers contend, 2..1024 (owner ids 1..workers).
   # - +resources+: how many resources they contend for, 1..1024 (named "0", "1", ... in the event log).
   # - +ttl+: the TTL every worker asks for, Float seconds, at least 1e-6; the simulated time, at most
@@ -37,11 +37,12 @@ module LeaseMachines
   # +transfers+ apart); +takeovers+, grants to an owner other than the resource's previous one; +leases_lost+,
   # holders that learned their lease was gone. +writes_accepted+ and +stale_writes_rejected+ are the storage's
   # verdicts; +late_writes_accepted+, accepted writes whose lease had already ended (safe while fenced: nothing
-  # newer was written). +final_token+ is the highest fencing token issued. +events+ is the number of table events,
-  # all audited: +audit_valid+ is true when the auditor found nothing and no event was lost, +audit_findings+ counts
-  # what it found. +violations+ counts accepted writes the independent oracle refused (a token below one already
-  # accepted, or one token from two owners): 0 whenever the fence is enforced. +event_digest+ is a 64-bit FNV-1a
-  # hash of the whole event log, identical for identical runs.
+  # newer was written). +final_token+ is the highest fencing token issued on any one resource (#tokens_issued
+  # counts them all). +events+ is the number of table events, all audited: +audit_valid+ is true when the auditor
+  # found nothing and no event was lost, +audit_findings+ counts what it found. +violations+ counts accepted writes
+  # the independent oracle refused (a token below one already accepted, or one token from two owners): 0 whenever
+  # the fence is enforced. +event_digest+ is a 64-bit FNV-1a hash of the whole event log, identical for identical
+  # runs.
   SimulationReport = Data.define(:config, :cycles, :leases_acquired, :rotations, :transfers, :renewals, :releases,
                                  :reaps, :takeovers, :leases_lost, :pauses, :clock_steps_back, :clock_rejections,
                                  :restores, :writes_accepted, :stale_writes_rejected, :late_writes_accepted,
@@ -55,8 +56,10 @@ module LeaseMachines
     # True when no write broke the fencing rule and the audit found nothing.
     def safe? = violations.zero? && audit_valid
 
-    # Fencing tokens issued: the highest, since tokens start at 1 and never skip.
-    def tokens_issued = final_token
+    # Fencing tokens issued over every resource: one per grant (acquisitions, rotations and transfers), as the
+    # simulation crate's SimulationReport::tokens_issued counts them. Each resource numbers its own tokens from 1, so
+    # with more than one resource this is more than +final_token+, the highest token of any one.
+    def tokens_issued = leases_acquired + rotations + transfers
 
     # The report as a JSON document (format 1): the same bytes for the same configuration, on any machine.
     def to_json(*) = Simulation.send(:_report_to_json, [config.deconstruct, *deconstruct.drop(1)])

@@ -131,8 +131,8 @@ enum Record {
     Unknown,
     /// Released or reaped.
     Vacant,
-    /// The current lease: owner, token, expiry.
-    Held(OwnerId, FencingToken, Duration),
+    /// A lease on record, neither released nor reaped: owner, token, expiry. Live until its expiry, expired after.
+    Leased(OwnerId, FencingToken, Duration),
 }
 
 /// What the auditor knows of one resource from the events so far.
@@ -172,7 +172,7 @@ pub fn audit<'a, R: Ord + Clone + 'a>(events: impl IntoIterator<Item = &'a Event
         seen.revision = Some(seen.revision.map_or(event.revision, |revision| revision.max(event.revision)));
         let needs_live = matches!(event.kind, EventKind::Renewed | EventKind::Released | EventKind::Transferred);
         let live = match seen.record {
-            Record::Held(owner, token, expires_at) if event.at < expires_at => Some((owner, token)),
+            Record::Leased(owner, token, expires_at) if event.at < expires_at => Some((owner, token)),
             _ => None,
         };
         if needs_live && live.is_none() && !matches!(seen.record, Record::Unknown) {
@@ -201,27 +201,27 @@ pub fn audit<'a, R: Ord + Clone + 'a>(events: impl IntoIterator<Item = &'a Event
                         found(FindingCode::OverlappingLeases);
                     }
                 }
-                seen.record = Record::Held(event.owner, event.token, event.expires_at);
+                seen.record = Record::Leased(event.owner, event.token, event.expires_at);
             }
             EventKind::Renewed => match seen.record {
                 // A renewal of another lease than the current one is reported, and the current one kept.
-                Record::Held(owner, token, _) if owner != event.owner || token != event.token => {
+                Record::Leased(owner, token, _) if owner != event.owner || token != event.token => {
                     found(FindingCode::RenewalChangedToken);
                 }
                 // A shortening renewal is reported; the lease is taken to last until the later of the two.
-                Record::Held(owner, token, expires_at) => {
+                Record::Leased(owner, token, expires_at) => {
                     if event.expires_at < expires_at {
                         found(FindingCode::RenewalShortened);
                     }
-                    seen.record = Record::Held(owner, token, expires_at.max(event.expires_at));
+                    seen.record = Record::Leased(owner, token, expires_at.max(event.expires_at));
                 }
                 Record::Unknown | Record::Vacant => {
-                    seen.record = Record::Held(event.owner, event.token, event.expires_at);
+                    seen.record = Record::Leased(event.owner, event.token, event.expires_at);
                 }
             },
             EventKind::Released | EventKind::Reaped => {
                 let expires_at = match seen.record {
-                    Record::Held(owner, token, expires_at) => {
+                    Record::Leased(owner, token, expires_at) => {
                         if owner != event.owner || token != event.token {
                             found(FindingCode::TokenMismatch);
                         }

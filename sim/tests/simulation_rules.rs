@@ -1,11 +1,11 @@
 //! The failover simulation: moonleasekit's failover preset, determinism, refused configurations, restores and clock
 //! steps that change nothing about safety, and a disabled fence that the oracle catches.
-#![cfg(feature = "simulation")]
 
 use core::time::Duration;
 use std::time::Instant;
 
-use lease_machines::{simulate, ClockPolicy, FenceMode, Scenario, SimulationConfig, SimulationError, SimulationReport};
+use lease_machines::ClockPolicy;
+use lease_machines_sim::{simulate, FenceMode, Scenario, SimulationConfig, SimulationError, SimulationReport};
 
 fn run(config: SimulationConfig) -> SimulationReport {
     simulate(&config).unwrap_or_else(|error| panic!("{config:?} is valid: {error}"))
@@ -208,6 +208,27 @@ fn contention_exercises_every_move_safely() {
     assert!(report.final_token > 0 && report.final_token <= report.tokens_issued());
     assert!(report.events >= report.tokens_issued() + report.renewals + report.releases + report.reaps);
     assert!(report.is_safe());
+}
+
+/// A token is issued per grant, and each resource counts its own from 1: over several resources the tokens issued are
+/// the grants on all of them, and the final token only the highest of any one. With one resource the two agree.
+#[test]
+fn tokens_issued_counts_every_grant_on_every_resource() {
+    let failover = SimulationConfig { cycles: 3_000, resources: 3, workers: 5, ..SimulationConfig::failover_preset() };
+    let contention =
+        SimulationConfig { seed: 42, cycles: 1_500, workers: 5, resources: 3, ..SimulationConfig::default() };
+    let single = SimulationConfig { seed: 2, cycles: 3_000, resources: 1, ..SimulationConfig::default() };
+    // (acquisitions, rotations, transfers), tokens issued, final token. The failover: one first grant per resource,
+    // then one takeover per cycle.
+    for (config, grants, tokens_issued, final_token) in [
+        (failover, (3_003, 0, 0), 3_003, 1_040),
+        (contention, (166, 39, 20), 225, 76),
+        (single, (137, 31, 35), 203, 203),
+    ] {
+        let report = run(config);
+        assert_eq!((report.leases_acquired, report.rotations, report.transfers), grants, "{config:?}");
+        assert_eq!((report.tokens_issued(), report.final_token), (tokens_issued, final_token), "{config:?}");
+    }
 }
 
 #[test]

@@ -3,11 +3,11 @@
 //! the fence would have refused, and there are some wherever failovers happen.
 //!
 //! `PROPTEST_CASES` configurations per property (default 256), each of at most 400 cycles.
-#![cfg(feature = "simulation")]
 
 use core::time::Duration;
 
-use lease_machines::{simulate, ClockPolicy, FenceMode, Scenario, Simulation, SimulationConfig, SimulationReport};
+use lease_machines::ClockPolicy;
+use lease_machines_sim::{simulate, FenceMode, Scenario, Simulation, SimulationConfig, SimulationReport};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
@@ -61,6 +61,10 @@ proptest! {
         prop_assert_eq!(report.audit_findings, 0);
         prop_assert_eq!(report.cycles, config.cycles);
         prop_assert!(report.final_token <= report.tokens_issued());
+        if config.resources == 1 {
+            // One token namespace: every grant's token is the next one.
+            prop_assert_eq!(report.final_token, report.tokens_issued());
+        }
         prop_assert!(report.events >= report.tokens_issued());
         if config.scenario == Scenario::Failover {
             // Every cycle is one takeover whose old writer is refused.

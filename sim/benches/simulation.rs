@@ -1,4 +1,4 @@
-//! The deterministic failover simulation. Run: `cargo bench -p lease-machines --features simulation --bench simulation`.
+//! The deterministic failover simulation. Run: `cargo bench -p lease-machines-sim --bench simulation`.
 //!
 //! `failover_preset` is moonleasekit's benchmark (50,000 failovers, every old writer refused, the whole event log
 //! audited); the contention run is `SimulationConfig::default()` (10,000 cycles, 4 workers, 2 resources). Each
@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use lease_machines::{simulate, SimulationConfig};
+use lease_machines_sim::{simulate, SimulationConfig};
 
 fn run(config: &SimulationConfig) -> u64 {
     let report = simulate(black_box(config)).unwrap_or_else(|error| panic!("{config:?} is valid: {error}"));
