@@ -6,7 +6,7 @@ use lease_machines::{Checkpoint, ClockPolicy, Decision, FencingToken, Lease, Lea
 use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, Value};
 
 use crate::convert::{borrowed, never_current, on_grid, owner_arg, seconds, seconds_arg, token_arg, Borrowed};
-use crate::data::{DecisionMembers, DECISION, LEASE};
+use crate::data::{self, DECISION, LEASE};
 use crate::symbols::{Status, SymbolEnum};
 use crate::values;
 
@@ -55,11 +55,8 @@ impl RbAuthority {
             Decision::Released => (Status::Released, None, nil),
             Decision::Rejected(rejection) => (Status::Rejected, None, rejection.symbol(ruby).as_value()),
         };
-        let lease = match lease {
-            Some(lease) => values::lease(ruby, lease)?,
-            None => nil,
-        };
-        let answer = DECISION.build(ruby, DecisionMembers { status: status.symbol(ruby).as_value(), lease, reason })?;
+        let lease = lease.map(|lease| (&LEASE, values::lease_members(ruby, lease)));
+        let answer = data::decision(ruby, status.symbol(ruby).as_value(), lease, reason)?;
         *rb_self.borrowed_mut(ruby)? = next;
         Ok(answer)
     }

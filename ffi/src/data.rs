@@ -103,14 +103,31 @@ impl<M: Members> DataClass<M> {
     pub fn build(&self, ruby: &Ruby, members: M) -> Result<Value, Error> {
         let class = self.class(ruby)?;
         // SAFETY: called on a Ruby thread; `protect` turns any Ruby exception (a NoMemoryError) into an `Err`
-        // instead of unwinding through Rust frames. The indexes are below the struct's size: the class's members
-        // were checked when it was looked up. `members` stays on the stack until every value is stored.
-        let raw = protect(|| unsafe {
-            let object = rb_sys::rb_struct_alloc_noinit(class.as_raw());
-            store(object, &members);
-            rb_sys::rb_obj_freeze(object)
-        })?;
+        // instead of unwinding through Rust frames. The class's members were checked when it was looked up.
+        // `members` stays on the stack until every value is stored.
+        let raw = protect(|| unsafe { instance(class.as_raw(), &members) })?;
         // SAFETY: `raw` is the live object just built, returned to Ruby (or dropped) before the next allocation.
+        Ok(unsafe { Value::from_raw(raw) })
+    }
+
+    /// A new frozen instance of `inner`'s class with `inner_members`, then a new frozen instance of this class
+    /// with the members `members` makes of it, in one `protect`: a decision and its lease.
+    pub fn build_around<I: Members>(
+        &self,
+        ruby: &Ruby,
+        inner: &DataClass<I>,
+        inner_members: I,
+        members: impl FnOnce(Value) -> M,
+    ) -> Result<Value, Error> {
+        let (class, inner_class) = (self.class(ruby)?, inner.class(ruby)?);
+        // SAFETY: as in `build`; `members` builds a struct and calls no Ruby. The inner object is on the stack (in
+        // the struct) while the outer one is allocated.
+        let raw = protect(|| unsafe {
+            let built = instance(inner_class.as_raw(), &inner_members);
+            let members = members(Value::from_raw(built));
+            instance(class.as_raw(), &members)
+        })?;
+        // SAFETY: as in `build`.
         Ok(unsafe { Value::from_raw(raw) })
     }
 
@@ -146,16 +163,48 @@ impl<M: Members> DataClass<M> {
     }
 }
 
+/// A frozen `LeaseMachines::Decision` with `status`, `reason` and, when there is one, the lease `lease` describes (a
+/// `Lease` or a `TableLease`), built with it.
+pub fn decision<L: Members>(
+    ruby: &Ruby,
+    status: Value,
+    lease: Option<(&DataClass<L>, L)>,
+    reason: Value,
+) -> Result<Value, Error> {
+    match lease {
+        Some((class, members)) => {
+            DECISION.build_around(ruby, class, members, |lease| DecisionMembers { status, lease, reason })
+        }
+        None => DECISION.build(ruby, DecisionMembers { status, lease: ruby.qnil().as_value(), reason }),
+    }
+}
+
+/// A new frozen instance of `class` with `members`: `rb_struct_alloc_noinit`, each member stored, frozen.
+///
+/// # Safety
+///
+/// On a Ruby thread, inside `protect`; `class` is a `Data` class whose members are `M::NAMES`.
+unsafe fn instance<M: Members>(class: rb_sys::VALUE, members: &M) -> rb_sys::VALUE {
+    // SAFETY: as the function's contract says.
+    unsafe {
+        let object = rb_sys::rb_struct_alloc_noinit(class);
+        store(object, members);
+        rb_sys::rb_obj_freeze(object)
+    }
+}
+
 /// Stores `members` into the struct `object`, in the declared order.
 ///
 /// # Safety
 ///
 /// On a Ruby thread, inside `protect`; `object` is a struct with `M::NAMES.len()` members.
 unsafe fn store<M: Members>(object: rb_sys::VALUE, members: &M) {
-    let mut index = 0;
+    let mut index: rb_sys::VALUE = 0;
     members.for_each(|value| {
+        // The index as a Fixnum (it is below the member count).
+        let fixnum = (index << 1) | rb_sys::FIXNUM_FLAG as rb_sys::VALUE;
         // SAFETY: as the function's contract says.
-        unsafe { rb_sys::rb_struct_aset(object, rb_sys::rb_int2inum(index), value.as_raw()) };
+        unsafe { rb_sys::rb_struct_aset(object, fixnum, value.as_raw()) };
         index += 1;
     });
 }

@@ -22,18 +22,20 @@ use crate::values;
 
 /// A frozen `LeaseMachines::TableLease`.
 pub fn table_lease(ruby: &Ruby, lease: &TableLease<String>) -> Result<Value, Error> {
-    TABLE_LEASE.build(
-        ruby,
-        TableLeaseMembers {
-            resource: frozen(ruby, lease.resource()).as_value(),
-            owner: lease.owner().value().into_value_with(ruby),
-            token: lease.token().value().into_value_with(ruby),
-            issued_at: seconds(lease.issued_at()).into_value_with(ruby),
-            expires_at: seconds(lease.expires_at()).into_value_with(ruby),
-            revision: lease.revision().into_value_with(ruby),
-            term: lease.term().into_value_with(ruby),
-        },
-    )
+    TABLE_LEASE.build(ruby, table_lease_members(ruby, lease))
+}
+
+/// The members of a `TableLease` (for a record that holds one).
+pub fn table_lease_members(ruby: &Ruby, lease: &TableLease<String>) -> TableLeaseMembers {
+    TableLeaseMembers {
+        resource: frozen(ruby, lease.resource()).as_value(),
+        owner: lease.owner().value().into_value_with(ruby),
+        token: lease.token().value().into_value_with(ruby),
+        issued_at: seconds(lease.issued_at()).into_value_with(ruby),
+        expires_at: seconds(lease.expires_at()).into_value_with(ruby),
+        revision: lease.revision().into_value_with(ruby),
+        term: lease.term().into_value_with(ruby),
+    }
 }
 
 /// A frozen `LeaseMachines::Event`.

@@ -16,7 +16,7 @@ use crate::convert::{
     borrowed, never_current, on_grid, optional, owner_arg, resource_arg, seconds, seconds_arg, token_arg, u64_arg,
     usize_arg, Borrowed,
 };
-use crate::data::{BatchMembers, DecisionMembers, ReapingMembers, BATCH, DECISION, REAPING, TABLE_LEASE};
+use crate::data::{self, BatchMembers, ReapingMembers, BATCH, DECISION, REAPING, TABLE_LEASE};
 use crate::json;
 use crate::records;
 use crate::symbols::{CommandName, Status, SymbolEnum};
@@ -48,15 +48,9 @@ fn answer(ruby: &Ruby, decision: &TableDecision<String>) -> Result<Value, Error>
         TableDecision::Reaped => (Status::Reaped, None),
         TableDecision::Rejected(_) => (Status::Rejected, None),
     };
-    let lease = match lease {
-        Some(lease) => records::table_lease(ruby, lease)?,
-        None => ruby.qnil().as_value(),
-    };
-    let reason = decision.rejection().map(|reason| reason.symbol(ruby));
-    DECISION.build(
-        ruby,
-        DecisionMembers { status: status.symbol(ruby).as_value(), lease, reason: reason.into_value_with(ruby) },
-    )
+    let lease = lease.map(|lease| (&TABLE_LEASE, records::table_lease_members(ruby, lease)));
+    let reason = decision.rejection().map(|reason| reason.symbol(ruby)).into_value_with(ruby);
+    data::decision(ruby, status.symbol(ruby).as_value(), lease, reason)
 }
 
 impl RbTable {

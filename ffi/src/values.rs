@@ -21,7 +21,8 @@ pub fn lease(ruby: &Ruby, lease: Lease) -> Result<Value, Error> {
     LEASE.build(ruby, lease_members(ruby, lease))
 }
 
-fn lease_members(ruby: &Ruby, lease: Lease) -> LeaseMembers {
+/// The members of a `Lease` (for a record that holds one).
+pub fn lease_members(ruby: &Ruby, lease: Lease) -> LeaseMembers {
     LeaseMembers {
         owner: lease.owner().value().into_value_with(ruby),
         token: lease.token().value().into_value_with(ruby),
