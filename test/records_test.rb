@@ -16,7 +16,8 @@ class RecordsTest < Minitest::Test
     authority = LeaseMachines::Authority.new
     decision = authority.acquire(owner: 1, now: 0.0, ttl: 1.0)
     table = table_with_history
-    holder = LeaseMachines::Holder.new(token: 1, at: 0.0, cadence: LeaseMachines::Cadence.new(ttl: 3.0, renew_every: 1.0, warn_before: 0.5))
+    cadence = LeaseMachines::Cadence.new(ttl: 3.0, renew_every: 1.0, warn_before: 0.5)
+    holder = LeaseMachines::Holder.new(token: 1, at: 0.0, cadence:)
     records = [decision, decision.lease, authority.checkpoint, holder.cadence, table.lease("jobs"), *table.events,
                table.metrics(now: 2.0), LeaseMachines.audit(table.events), table.reap_expired(now: 9.0),
                table.apply_batch([{ command: :reap, resource: "jobs", now: 9.0 }])]
