@@ -6,6 +6,7 @@ module LeaseMachines
   Cadence = Data.define(:ttl, :renew_every, :warn_before) do
     include FrozenValue
 
+    # Checks and stores the members (natively, ffi/src/values.rs); values the extension builds skip it.
     def initialize(ttl:, renew_every:, warn_before:) = _initialize(ttl, renew_every, warn_before)
   end
 end

@@ -7,6 +7,7 @@ module LeaseMachines
   Checkpoint = Data.define(:last_issued, :lease, :observed) do
     include FrozenValue
 
+    # Checks and stores the members (natively, ffi/src/values.rs); values the extension builds skip it.
     def initialize(last_issued:, lease:, observed:) = _initialize(last_issued, lease, observed)
 
     # The checkpoint read from its JSON document (format 1, see core/FORMAT.md). Raises InvalidDocument.

@@ -9,6 +9,7 @@ module LeaseMachines
   Lease = Data.define(:owner, :token, :expires_at) do
     include FrozenValue
 
+    # Checks and stores the members (natively, ffi/src/values.rs); values the extension builds skip it.
     def initialize(owner:, token:, expires_at:) = _initialize(owner, token, expires_at)
 
     # Whether the lease is live at +now+ (Float seconds): +now < expires_at+.
