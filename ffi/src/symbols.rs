@@ -3,12 +3,16 @@
 //! A Symbol the Ruby layer hands back (a decision's status, a rejection's reason, an event's kind, ...) comes from
 //! [`SymbolEnum::symbol`]; one it hands in from [`SymbolEnum::arg`], which raises a `TypeError` for a non-Symbol
 //! and an `ArgumentError` listing the valid ones for any other Symbol; the lists Ruby shows (`REASONS`,
-//! `Decision.statuses`, `Event.kinds`, `AuditReport.codes`) from [`SymbolEnum::symbols`], in the declared order.
+//! `Decision.statuses`, `Event.kinds`, `AuditReport.codes`) from [`SymbolEnum::symbols`]: a core enum's in the core's
+//! own order (its `ALL`), an enum declared here in the declared order.
+
+use std::sync::OnceLock;
 
 use lease_machines::{
     CertificateStatus, ClockPolicy, EventKind, FenceMode, FindingCode, HolderState, Rejection, Scenario,
 };
-use magnus::{value::LazyId, Error, RArray, Ruby, StaticSymbol, Symbol, Value};
+use magnus::value::{Id, IntoId, LazyId, OpaqueId};
+use magnus::{Error, RArray, Ruby, StaticSymbol, Symbol, Value};
 
 use crate::convert::shown;
 
@@ -21,13 +25,20 @@ pub trait SymbolEnum: Copy + PartialEq + 'static {
     /// What a `TypeError` says the Symbol must be, when not the valid Symbols separated by commas.
     const EXPECTED: Option<&'static str>;
 
-    /// The variant's Symbol, interned once.
-    fn id(self) -> &'static LazyId;
     /// The variant's Symbol name (`"stale_token"`).
     fn name(self) -> &'static str;
+    /// The variant's Symbol, interned once.
+    fn id(self, ruby: &Ruby) -> Id;
+
+    /// Interns every variant's Symbol, so that no later use can fail.
+    fn intern(ruby: &Ruby) {
+        for variant in Self::ALL {
+            variant.id(ruby);
+        }
+    }
 
     fn symbol(self, ruby: &Ruby) -> StaticSymbol {
-        StaticSymbol::from(LazyId::get_inner_with(self.id(), ruby))
+        StaticSymbol::from(self.id(ruby))
     }
 
     /// Every variant's Symbol, in order, as a new Array.
@@ -56,67 +67,93 @@ pub trait SymbolEnum: Copy + PartialEq + 'static {
     }
 }
 
-/// A variant's Symbol name: the one written in the declaration, else the core's own `as_str` name.
-macro_rules! symbol_name {
-    ($enum:ident :: $variant:ident) => {
-        $enum::$variant.as_str()
-    };
-    ($enum:ident :: $variant:ident = $name:literal) => {
-        $name
-    };
-}
-
-/// Declares each enum's Symbols once: `Enum(arg "name") { Variant, Variant = "symbol", ... }`, the variants in the
-/// order Ruby lists them, each `core` (the core's enum) or `enum` (one the extension declares here). A variant
-/// without a name takes the core's `as_str` name. `or "..."` after the argument name replaces the list of Symbols
-/// a `TypeError` shows. Generates the [`SymbolEnum`] implementation and `intern_all`, which interns every Symbol when the
-/// extension loads, so that no later use can fail.
+/// Declares each enum's Symbols once, in one of three forms, each with the argument name its error messages use
+/// (`or "..."` after it replaces the list of Symbols a `TypeError` shows):
+///
+/// - `core Enum(arg "name");`: a core enum with `ALL` and `as_str`, whose order and names Ruby takes as they are;
+/// - `core Enum(arg "name") { Variant = "symbol", ... }`: a core enum without them, listed here in Ruby's order;
+/// - `enum Enum(arg "name") { Variant = "symbol", ... }`: an enum of the extension's own, declared here.
+///
+/// Generates each [`SymbolEnum`] implementation, and `intern_all`, which interns every Symbol when the extension
+/// loads.
 macro_rules! symbols {
-    (@enum enum $(#[$doc:meta])* $enum:ident { $($variant:ident)* }) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-        pub enum $enum { $($variant,)* }
-    };
-    (@enum core $(#[$doc:meta])* $enum:ident { $($variant:ident)* }) => {};
-    (@expected) => { None };
-    (@expected $expected:literal) => { Some($expected) };
-    ($(
-        $(#[$doc:meta])*
-        $kind:ident $enum:ident(arg $arg:literal $(or $expected:literal)?) {
-            $($variant:ident $(= $name:literal)?),+ $(,)?
-        }
-    )*) => {
-        $(
-            symbols!(@enum $kind $(#[$doc])* $enum { $($variant)+ });
-
-            impl SymbolEnum for $enum {
-                const ALL: &'static [Self] = &[$($enum::$variant),+];
-                const ARG: &'static str = $arg;
-                const EXPECTED: Option<&'static str> = symbols!(@expected $($expected)?);
-
-                fn id(self) -> &'static LazyId {
-                    match self {
-                        $($enum::$variant => {
-                            static ID: LazyId = LazyId::new(symbol_name!($enum::$variant $(= $name)?));
-                            &ID
-                        })+
-                    }
-                }
-
-                fn name(self) -> &'static str {
-                    match self {
-                        $($enum::$variant => symbol_name!($enum::$variant $(= $name)?),)+
-                    }
-                }
-            }
-        )*
-
+    (@all [$($enum:ident)*]) => {
         /// Interns every Symbol up front, so that no later use can fail.
         pub fn intern_all(ruby: &Ruby) {
-            $(for variant in <$enum as SymbolEnum>::ALL {
-                LazyId::force(variant.id(), ruby);
-            })*
+            $(<$enum as SymbolEnum>::intern(ruby);)*
         }
+    };
+    (@all [$($done:ident)*]
+        $(#[$doc:meta])* enum $enum:ident(arg $arg:literal) { $($variant:ident = $name:literal),+ $(,)? }
+        $($rest:tt)*
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        pub enum $enum { $($variant),+ }
+        symbols!(@listed $enum, $arg, None, $($variant = $name),+);
+        symbols!(@all [$($done)* $enum] $($rest)*);
+    };
+    (@all [$($done:ident)*]
+        $(#[$doc:meta])* core $enum:ident(arg $arg:literal $(or $expected:literal)?) {
+            $($variant:ident = $name:literal),+ $(,)?
+        }
+        $($rest:tt)*
+    ) => {
+        symbols!(@listed $enum, $arg, symbols!(@expected $($expected)?), $($variant = $name),+);
+        symbols!(@all [$($done)* $enum] $($rest)*);
+    };
+    (@all [$($done:ident)*] $(#[$doc:meta])* core $enum:ident(arg $arg:literal); $($rest:tt)*) => {
+        impl SymbolEnum for $enum {
+            const ALL: &'static [Self] = &$enum::ALL;
+            const ARG: &'static str = $arg;
+            const EXPECTED: Option<&'static str> = None;
+
+            fn name(self) -> &'static str {
+                self.as_str()
+            }
+
+            fn id(self, ruby: &Ruby) -> Id {
+                // One Symbol per entry of the core's `ALL`, in its order.
+                static IDS: OnceLock<Vec<OpaqueId>> = OnceLock::new();
+                let ids = IDS.get_or_init(|| {
+                    $enum::ALL.iter().map(|variant| ruby.intern(variant.as_str()).into()).collect()
+                });
+                let position = $enum::ALL.iter().position(|variant| *variant == self);
+                position
+                    .and_then(|position| ids.get(position))
+                    .map_or_else(|| ruby.intern(self.as_str()), |id| id.into_id_with(ruby))
+            }
+
+        }
+        symbols!(@all [$($done)* $enum] $($rest)*);
+    };
+    (@listed $enum:ident, $arg:literal, $expected:expr, $($variant:ident = $name:literal),+) => {
+        impl SymbolEnum for $enum {
+            const ALL: &'static [Self] = &[$($enum::$variant),+];
+            const ARG: &'static str = $arg;
+            const EXPECTED: Option<&'static str> = $expected;
+
+            fn name(self) -> &'static str {
+                match self {
+                    $($enum::$variant => $name,)+
+                }
+            }
+
+            fn id(self, ruby: &Ruby) -> Id {
+                match self {
+                    $($enum::$variant => {
+                        static ID: LazyId = LazyId::new($name);
+                        LazyId::get_inner_with(&ID, ruby)
+                    })+
+                }
+            }
+
+        }
+    };
+    (@expected) => { None };
+    (@expected $expected:literal) => { Some($expected) };
+    ($($entries:tt)*) => {
+        symbols!(@all [] $($entries)*);
     };
 }
 
@@ -131,24 +168,8 @@ symbols! {
         Rejected = "rejected",
     }
 
-    /// Why a request was refused (`Decision#reason`), in the core's order (`Rejection::ALL`, `REASONS`).
-    core Rejection(arg "reason") {
-        ClockRegressed,
-        InvalidTtl,
-        DeadlineOverflow,
-        Occupied,
-        TokenSpaceExhausted,
-        NotHeld,
-        StaleToken,
-        WrongOwner,
-        Expired,
-        RevisionMismatch,
-        RevisionSpaceExhausted,
-        NoQuorum,
-        NotLeader,
-        StaleTerm,
-        LeadershipRequired,
-    }
+    /// Why a request was refused (`Decision#reason`, `REASONS`).
+    core Rejection(arg "reason");
 
     /// `Authority.new(clock_policy:)` and `Table.new(clock_policy:)`.
     core ClockPolicy(arg "clock_policy" or ":reject or :clamp") {
@@ -165,29 +186,11 @@ symbols! {
         Fenced = "fenced",
     }
 
-    /// `Event#kind`, in the core's order (`EventKind::ALL`, `Event.kinds`).
-    core EventKind(arg "kind") {
-        Acquired,
-        Reacquired,
-        Renewed,
-        Released,
-        Transferred,
-        Reaped,
-    }
+    /// `Event#kind` (`Event.kinds`).
+    core EventKind(arg "kind");
 
-    /// `AuditReport::Finding#code`, in the core's order (`FindingCode::ALL`, `AuditReport.codes`).
-    core FindingCode(arg "code") {
-        TokenNotRising,
-        RevisionNotRising,
-        TimeBackwards,
-        OverlappingLeases,
-        GrantWhileLive,
-        RenewalShortened,
-        RenewalChangedToken,
-        TokenMismatch,
-        ReapUnexpired,
-        NotLive,
-    }
+    /// `AuditReport::Finding#code` (`AuditReport.codes`).
+    core FindingCode(arg "code");
 
     /// The commands `Table#apply_batch` takes (`:command`).
     enum CommandName(arg "command") {
@@ -199,24 +202,12 @@ symbols! {
         Reap = "reap",
     }
 
-    /// `QuorumCertificate#status`, in the core's order (`CertificateStatus::ALL`).
-    core CertificateStatus(arg "status") {
-        Certified,
-        NoMembers,
-        NoVotes,
-        NoQuorum,
-        Split,
-    }
+    /// `QuorumCertificate#status`.
+    core CertificateStatus(arg "status");
 
     /// `SimulationConfig#scenario`.
-    core Scenario(arg "scenario") {
-        Contention,
-        Failover,
-    }
+    core Scenario(arg "scenario");
 
     /// `SimulationConfig#fence`.
-    core FenceMode(arg "fence") {
-        Enforced,
-        Disabled,
-    }
+    core FenceMode(arg "fence");
 }
