@@ -6,7 +6,7 @@ use lease_machines::{Checkpoint, ClockPolicy, Decision, FencingToken, Lease, Lea
 use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, Value};
 
 use crate::convert::{borrowed, never_current, on_grid, owner_arg, seconds, seconds_arg, token_arg, Borrowed};
-use crate::data::{self, DECISION, LEASE};
+use crate::data::{self, LEASE};
 use crate::symbols::{Status, SymbolEnum};
 use crate::values;
 
@@ -45,9 +45,6 @@ impl RbAuthority {
             Decision::Renewed(lease) => Decision::Renewed(deadline_on_grid(&mut next, lease)),
             other => other,
         };
-        // The classes are looked up (and checked) before anything is built.
-        DECISION.class(ruby)?;
-        LEASE.class(ruby)?;
         let nil = ruby.qnil().as_value();
         let (status, lease, reason) = match decision {
             Decision::Granted(lease) => (Status::Granted, Some(lease), nil),

@@ -132,7 +132,7 @@ impl<M: Members> DataClass<M> {
     }
 
     /// Sets the members of `object`, a new instance allocated by `Data.new` (this is its `#initialize`), and freezes
-    /// it: a `FrozenError` once it is frozen.
+    /// it: a `FrozenError` once it is frozen, so that only a new instance (every member nil) gets here.
     pub fn initialize(&self, ruby: &Ruby, object: Value, members: M) -> Result<(), Error> {
         self.class(ruby)?;
         object.check_frozen()?;
@@ -193,18 +193,21 @@ unsafe fn instance<M: Members>(class: rb_sys::VALUE, members: &M) -> rb_sys::VAL
     }
 }
 
-/// Stores `members` into the struct `object`, in the declared order.
+/// Stores `members` into the struct `object`, a new one (every member nil), in the declared order.
 ///
 /// # Safety
 ///
-/// On a Ruby thread, inside `protect`; `object` is a struct with `M::NAMES.len()` members.
+/// On a Ruby thread, inside `protect`; `object` is a struct with `M::NAMES.len()` members, all nil.
 unsafe fn store<M: Members>(object: rb_sys::VALUE, members: &M) {
     let mut index: rb_sys::VALUE = 0;
     members.for_each(|value| {
-        // The index as a Fixnum (it is below the member count).
-        let fixnum = (index << 1) | rb_sys::FIXNUM_FLAG as rb_sys::VALUE;
-        // SAFETY: as the function's contract says.
-        unsafe { rb_sys::rb_struct_aset(object, fixnum, value.as_raw()) };
+        // A new struct's members are nil already.
+        if !value.is_nil() {
+            // The index as a Fixnum (it is below the member count).
+            let fixnum = (index << 1) | rb_sys::FIXNUM_FLAG as rb_sys::VALUE;
+            // SAFETY: as the function's contract says.
+            unsafe { rb_sys::rb_struct_aset(object, fixnum, value.as_raw()) };
+        }
         index += 1;
     });
 }
