@@ -139,9 +139,7 @@ fn deadline_on_grid(authority: &mut LeaseAuthority, lease: Lease) -> Lease {
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let class = module.define_class("Authority", ruby.class_object())?;
-    class.undef_default_alloc_func();
-    let singleton = class.singleton_class()?;
+    let (class, singleton) = crate::wrapped_class(ruby, module, "Authority")?;
     singleton.define_private_method("_new", magnus::function!(RbAuthority::new, 1))?;
     singleton.define_private_method("_restore", magnus::function!(RbAuthority::restore, 2))?;
     class.define_private_method("_acquire", magnus::method!(RbAuthority::acquire, 3))?;

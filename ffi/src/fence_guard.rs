@@ -79,9 +79,7 @@ impl RbFenceGuard {
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let class = module.define_class("FenceGuard", ruby.class_object())?;
-    class.undef_default_alloc_func();
-    let singleton = class.singleton_class()?;
+    let (class, singleton) = crate::wrapped_class(ruby, module, "FenceGuard")?;
     singleton.define_private_method("_new", magnus::function!(RbFenceGuard::new, 1))?;
     singleton.define_private_method("_from_json", magnus::function!(RbFenceGuard::from_json, 1))?;
     class.define_private_method("_check", magnus::method!(RbFenceGuard::check, 1))?;

@@ -102,9 +102,8 @@ impl RbHolder {
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let class = module.define_class("Holder", ruby.class_object())?;
-    class.undef_default_alloc_func();
-    class.singleton_class()?.define_private_method("_new", magnus::function!(RbHolder::new, 3))?;
+    let (class, singleton) = crate::wrapped_class(ruby, module, "Holder")?;
+    singleton.define_private_method("_new", magnus::function!(RbHolder::new, 3))?;
     class.define_private_method("_refresh", magnus::method!(RbHolder::refresh, 1))?;
     class.define_private_method("_confirm", magnus::method!(RbHolder::confirm, 2))?;
     class.define_method("expire", magnus::method!(RbHolder::expire, 0))?;

@@ -25,7 +25,7 @@ mod table;
 mod values;
 
 use lease_machines::Rejection;
-use magnus::{prelude::*, Error, RArray, RModule, Ruby};
+use magnus::{prelude::*, Error, RArray, RClass, RModule, Ruby};
 
 use crate::symbols::{Status, SymbolEnum};
 
@@ -50,6 +50,14 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     simulation::define(ruby, module)?;
     floor::define(ruby, module)?;
     Ok(())
+}
+
+/// `LeaseMachines::Name`, the class of a wrapped Rust type, without an allocator (only its private `_new` makes
+/// one), and its singleton class, where its private class methods go.
+pub(crate) fn wrapped_class(ruby: &Ruby, module: RModule, name: &str) -> Result<(RClass, RClass), Error> {
+    let class = module.define_class(name, ruby.class_object())?;
+    class.undef_default_alloc_func();
+    Ok((class, class.singleton_class()?))
 }
 
 /// `LeaseMachines::REASONS` (frozen) and `Decision.statuses`, from the enums' declarations in `symbols`.

@@ -368,9 +368,7 @@ fn set_token(command: &mut Command<String>, presented: FencingToken) {
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let class = module.define_class("Table", ruby.class_object())?;
-    class.undef_default_alloc_func();
-    let singleton = class.singleton_class()?;
+    let (class, singleton) = crate::wrapped_class(ruby, module, "Table")?;
     singleton.define_private_method("_new", magnus::function!(RbTable::new, 2))?;
     singleton.define_private_method("_from_json", magnus::function!(RbTable::from_json, 3))?;
     class.define_private_method("_acquire", magnus::method!(RbTable::acquire, 5))?;
