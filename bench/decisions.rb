@@ -29,8 +29,8 @@ require_relative "support"
 require_relative "agreement"
 
 module Bench
-  # The gem's keyword methods, over the floor's empty native methods (same shape as lib/lease_machines.rb: a keyword
-  # method calling the native one on self).
+  # The gem's keyword methods, over the floor's empty native methods (same shape as lib/lease_machines/authority.rb: a
+  # keyword method calling the native one on self).
   module KeywordFloor
     def acquire(owner:, now:, ttl:) = _acquire(owner, now, ttl)
     def renew(owner:, token:, now:, ttl:) = _renew(owner, token, now, ttl)

@@ -9,16 +9,16 @@
 #   ruby --yjit -Ilib bench/profile.rb    # YJIT on
 #   bin/rake bench:profile                # both
 #
-# The gem's Ruby methods are keyword methods over `_acquire(...)` (lib/lease_machines.rb, lib/lease_machines/table.rb),
-# which returns the frozen Decision, built in the extension (ffi/src/data.rs). To time the native method without its
-# Ruby wrapper, this script makes the private `_acquire` methods (and Lease._new) public in its own process; nothing
-# else is changed. The `Data.new` rows show what building the same answer in Ruby would cost instead.
+# The gem's Ruby methods are keyword methods over `_acquire(...)` (lib/lease_machines/authority.rb,
+# lib/lease_machines/table.rb), which returns the frozen Decision and its Lease, both Data built in the extension
+# (ffi/src/data.rs). To time the native method without its Ruby wrapper, this script makes the private `_acquire`
+# methods public in its own process; nothing else is changed. The `Data.new` rows show what building the same answer
+# in Ruby would cost instead.
 
 require_relative "support"
 
 LeaseMachines::Authority.send(:public, :_acquire)
 LeaseMachines::Table.send(:public, :_acquire)
-LeaseMachines::Lease.singleton_class.send(:public, :_new)
 
 module Bench
   # Keyword methods of the gem's shape over the floor's empty native methods (as in bench/decisions.rb).
@@ -119,11 +119,11 @@ module Bench
           last[:native] = answer
           now[:native] = t
         end,
-        "Lease._new(1, 1, 5.0) (native, alone)" => lambda do |times|
+        "Lease.new(owner: 1, token: 1, expires_at: 5.0), checked" => lambda do |times|
           answer = nil
           i = 0
           while i < times
-            answer = LeaseMachines::Lease._new(1, 1, 5.0)
+            answer = LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: 5.0)
             i += 1
           end
           last[:lease] = answer

@@ -13,7 +13,7 @@ class TimeConversionTest < Minitest::Test
       authority = LeaseMachines::Authority.new
       now = EPOCH + random.rand(1_000.0)
       lease = authority.acquire(owner: 1, now: now, ttl: random.rand(0.001..100.0)).lease
-      refute lease.live?(lease.expires_at), "live at its own expires_at: #{lease.inspect}"
+      refute lease.live?(now: lease.expires_at), "live at its own expires_at: #{lease.inspect}"
       assert_equal lease, LeaseMachines::Lease.new(**lease.to_h)
       assert authority.acquire(owner: 2, now: lease.expires_at, ttl: 1.0).granted?
     end

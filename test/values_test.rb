@@ -43,10 +43,10 @@ class ValuesTest < Minitest::Test
   end
 
   def test_lease_liveness
-    assert lease.live?(29.999)
-    refute lease.live?(30.0)
-    assert_equal 10.0, lease.remaining(20.0)
-    assert_equal 0.0, lease.remaining(31.0)
+    assert lease.live?(now: 29.999)
+    refute lease.live?(now: 30.0)
+    assert_equal 10.0, lease.remaining(now: 20.0)
+    assert_equal 0.0, lease.remaining(now: 31.0)
   end
 
   def test_pattern_matching

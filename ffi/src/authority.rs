@@ -2,39 +2,33 @@
 
 use std::cell::RefCell;
 
-use lease_machines::{Checkpoint, Decision, FencingToken, Lease, LeaseAuthority};
-use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, TryConvert, Value};
+use lease_machines::{Checkpoint, ClockPolicy, Decision, FencingToken, Lease, LeaseAuthority};
+use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, Value};
 
-use crate::convert::{never_current, on_grid, owner_arg, seconds, seconds_arg, shown, token_arg};
-use crate::data::DECISION;
-use crate::symbols::{self, Status};
-use crate::values::{self, RbCheckpoint, RbLease};
+use crate::convert::{borrowed, never_current, on_grid, owner_arg, seconds, seconds_arg, token_arg, Borrowed};
+use crate::data::{self, LEASE};
+use crate::symbols::{Status, SymbolEnum};
+use crate::values;
 
 #[magnus::wrap(class = "LeaseMachines::Authority", free_immediately, size)]
 pub struct RbAuthority(RefCell<LeaseAuthority>);
 
+borrowed!(RbAuthority, LeaseAuthority, "LeaseMachines::Authority");
+
 impl RbAuthority {
     fn new(ruby: &Ruby, clock_policy: Value) -> Result<Self, Error> {
-        let policy = symbols::clock_policy_arg(ruby, clock_policy)?;
+        let policy = ClockPolicy::arg(ruby, clock_policy)?;
         Ok(Self(RefCell::new(LeaseAuthority::new().with_clock_policy(policy))))
     }
 
     fn restore(ruby: &Ruby, checkpoint: Value, clock_policy: Value) -> Result<Self, Error> {
-        let checkpoint = <&RbCheckpoint>::try_convert(checkpoint).map_err(|_| {
-            Error::new(
-                ruby.exception_type_error(),
-                format!("checkpoint must be a LeaseMachines::Checkpoint, got {}", shown(checkpoint)),
-            )
-        })?;
-        let policy = symbols::clock_policy_arg(ruby, clock_policy)?;
-        Ok(Self(RefCell::new(LeaseAuthority::restore(checkpoint.0).with_clock_policy(policy))))
+        let checkpoint = values::checkpoint_arg(ruby, checkpoint)?;
+        let policy = ClockPolicy::arg(ruby, clock_policy)?;
+        Ok(Self(RefCell::new(LeaseAuthority::restore(checkpoint).with_clock_policy(policy))))
     }
 
     fn state(&self, ruby: &Ruby) -> Result<LeaseAuthority, Error> {
-        self.0
-            .try_borrow()
-            .map(|authority| authority.clone())
-            .map_err(|_| Error::new(ruby.exception_runtime_error(), "LeaseMachines::Authority is busy"))
+        Ok(self.borrowed(ruby)?.clone())
     }
 
     /// Decides on a copy of the state, builds the Ruby answer (a frozen `LeaseMachines::Decision`), and only then commits the copy: if anything fails on
@@ -52,24 +46,15 @@ impl RbAuthority {
             other => other,
         };
         let nil = ruby.qnil().as_value();
-        let members = match decision {
-            Decision::Granted(lease) => {
-                [symbols::status(ruby, Status::Granted).as_value(), RbLease::wrap(ruby, lease).as_value(), nil]
-            }
-            Decision::Renewed(lease) => {
-                [symbols::status(ruby, Status::Renewed).as_value(), RbLease::wrap(ruby, lease).as_value(), nil]
-            }
-            Decision::Released => [symbols::status(ruby, Status::Released).as_value(), nil, nil],
-            Decision::Rejected(rejection) => {
-                [symbols::status(ruby, Status::Rejected).as_value(), nil, symbols::reason(ruby, rejection).as_value()]
-            }
+        let (status, lease, reason) = match decision {
+            Decision::Granted(lease) => (Status::Granted, Some(lease), nil),
+            Decision::Renewed(lease) => (Status::Renewed, Some(lease), nil),
+            Decision::Released => (Status::Released, None, nil),
+            Decision::Rejected(rejection) => (Status::Rejected, None, rejection.symbol(ruby).as_value()),
         };
-        let answer = DECISION.build(ruby, members)?;
-        let mut current = rb_self
-            .0
-            .try_borrow_mut()
-            .map_err(|_| Error::new(ruby.exception_runtime_error(), "LeaseMachines::Authority is busy"))?;
-        *current = next;
+        let lease = lease.map(|lease| (&LEASE, values::lease_members(ruby, lease)));
+        let answer = data::decision(ruby, status.symbol(ruby).as_value(), lease, reason)?;
+        *rb_self.borrowed_mut(ruby)? = next;
         Ok(answer)
     }
 
@@ -112,12 +97,12 @@ impl RbAuthority {
         })
     }
 
-    fn checkpoint(ruby: &Ruby, rb_self: &Self) -> Result<Obj<RbCheckpoint>, Error> {
-        Ok(RbCheckpoint::wrap(ruby, rb_self.state(ruby)?.checkpoint()))
+    fn checkpoint(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
+        values::checkpoint(ruby, &rb_self.state(ruby)?.checkpoint())
     }
 
-    fn lease(ruby: &Ruby, rb_self: &Self) -> Result<Option<Obj<RbLease>>, Error> {
-        Ok(rb_self.state(ruby)?.lease().map(|lease| RbLease::wrap(ruby, lease)))
+    fn lease(ruby: &Ruby, rb_self: &Self) -> Result<Option<Value>, Error> {
+        rb_self.state(ruby)?.lease().map(|lease| values::lease(ruby, lease)).transpose()
     }
 
     fn last_issued(ruby: &Ruby, rb_self: &Self) -> Result<Option<u64>, Error> {
@@ -129,15 +114,15 @@ impl RbAuthority {
     }
 
     fn clock_policy(ruby: &Ruby, rb_self: &Self) -> Result<StaticSymbol, Error> {
-        Ok(symbols::clock_policy(ruby, rb_self.state(ruby)?.clock_policy()))
+        Ok(rb_self.state(ruby)?.clock_policy().symbol(ruby))
     }
 
     fn inspect(ruby: &Ruby, rb_self: &Self) -> Result<String, Error> {
         let state = rb_self.state(ruby)?;
         Ok(format!(
             "#<LeaseMachines::Authority clock_policy={} checkpoint={}>",
-            symbols::clock_policy(ruby, state.clock_policy()).inspect(),
-            values::inspect_checkpoint(ruby, state.checkpoint())
+            state.clock_policy().symbol(ruby).inspect(),
+            values::checkpoint(ruby, &state.checkpoint())?.inspect()
         ))
     }
 }
@@ -154,14 +139,13 @@ fn deadline_on_grid(authority: &mut LeaseAuthority, lease: Lease) -> Lease {
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let class = module.define_class("Authority", ruby.class_object())?;
-    class.undef_default_alloc_func();
-    class.define_singleton_method("_new", magnus::function!(RbAuthority::new, 1))?;
-    class.define_singleton_method("_restore", magnus::function!(RbAuthority::restore, 2))?;
-    class.define_method("_acquire", magnus::method!(RbAuthority::acquire, 3))?;
-    class.define_method("_reacquire", magnus::method!(RbAuthority::reacquire, 3))?;
-    class.define_method("_renew", magnus::method!(RbAuthority::renew, 4))?;
-    class.define_method("_release", magnus::method!(RbAuthority::release, 3))?;
+    let (class, singleton) = crate::wrapped_class(ruby, module, "Authority")?;
+    singleton.define_private_method("_new", magnus::function!(RbAuthority::new, 1))?;
+    singleton.define_private_method("_restore", magnus::function!(RbAuthority::restore, 2))?;
+    class.define_private_method("_acquire", magnus::method!(RbAuthority::acquire, 3))?;
+    class.define_private_method("_reacquire", magnus::method!(RbAuthority::reacquire, 3))?;
+    class.define_private_method("_renew", magnus::method!(RbAuthority::renew, 4))?;
+    class.define_private_method("_release", magnus::method!(RbAuthority::release, 3))?;
     class.define_method("checkpoint", magnus::method!(RbAuthority::checkpoint, 0))?;
     class.define_method("lease", magnus::method!(RbAuthority::lease, 0))?;
     class.define_method("last_issued", magnus::method!(RbAuthority::last_issued, 0))?;

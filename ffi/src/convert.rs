@@ -6,6 +6,9 @@
 //!   infinite or too large value (above `2**64` seconds) is an `ArgumentError`, anything that is not a Float or an
 //!   Integer a `TypeError`.
 //!
+//! - A record (`LeaseMachines::Lease`, `Event`, ...) is an instance of its `Data` class, read by member name (see
+//!   `data`); anything else is a `TypeError`.
+//!
 //! Every message names the argument and shows the value it got.
 //!
 //! # Floats and nanoseconds
@@ -18,9 +21,12 @@
 //! `Duration::MAX`, stands for `Duration::MAX`.
 
 use core::time::Duration;
+use std::cell::{Ref, RefCell, RefMut};
 
 use lease_machines::{FencingToken, OwnerId};
-use magnus::{value::ReprValue, Error, Float, Integer, RArray, Ruby, Value};
+use magnus::{value::ReprValue, Error, Float, Integer, RArray, RString, Ruby, Value};
+
+use crate::data::{DataClass, Members};
 
 /// `inspect` of a value for an error message, bounded so a huge Bignum or String cannot flood it.
 pub fn shown(value: Value) -> String {
@@ -82,11 +88,124 @@ pub fn issued_token_arg(ruby: &Ruby, name: &str, value: Value) -> Result<Fencing
 
 /// `nil` or an issued token.
 pub fn optional_token_arg(ruby: &Ruby, name: &str, value: Value) -> Result<Option<FencingToken>, Error> {
+    optional(value, |value| issued_token_arg(ruby, name, value))
+}
+
+/// `None` for `nil`, else `convert(value)`.
+pub fn optional<T>(value: Value, convert: impl FnOnce(Value) -> Result<T, Error>) -> Result<Option<T>, Error> {
     if value.is_nil() {
         Ok(None)
     } else {
-        issued_token_arg(ruby, name, value).map(Some)
+        convert(value).map(Some)
     }
+}
+
+/// An Integer in `0..2**64-1` that is also a `usize` (a count, a capacity).
+pub fn usize_arg(ruby: &Ruby, name: &str, value: Value) -> Result<usize, Error> {
+    usize::try_from(u64_arg(ruby, name, value)?)
+        .map_err(|_| Error::new(ruby.exception_range_error(), format!("{name} is too large, got {}", shown(value))))
+}
+
+/// `true` or `false`.
+pub fn bool_arg(ruby: &Ruby, name: &str, value: Value) -> Result<bool, Error> {
+    if value.is_kind_of(ruby.class_true_class()) {
+        Ok(true)
+    } else if value.is_kind_of(ruby.class_false_class()) {
+        Ok(false)
+    } else {
+        Err(Error::new(ruby.exception_type_error(), format!("{name} must be true or false, got {}", shown(value))))
+    }
+}
+
+/// A resource name: a non-empty String in an encoding compatible with UTF-8.
+pub fn resource_arg(ruby: &Ruby, value: Value) -> Result<String, Error> {
+    let Some(string) = RString::from_value(value) else {
+        return Err(Error::new(
+            ruby.exception_type_error(),
+            format!("resource must be a String, got {}", shown(value)),
+        ));
+    };
+    let name = string.to_string().map_err(|_| {
+        Error::new(ruby.exception_arg_error(), format!("resource must be valid UTF-8, got {}", shown(value)))
+    })?;
+    if name.is_empty() {
+        return Err(Error::new(ruby.exception_arg_error(), "resource must not be empty"));
+    }
+    Ok(name)
+}
+
+/// A frozen Ruby String, so that the records holding it can be shared across Ractors.
+pub fn frozen(ruby: &Ruby, text: &str) -> RString {
+    let string = ruby.str_new(text);
+    string.freeze();
+    string
+}
+
+/// `value` as a `record`, else a `TypeError`: "checkpoint must be a LeaseMachines::Checkpoint, got nil".
+pub fn record_arg<M: Members>(ruby: &Ruby, name: &str, record: &DataClass<M>, value: Value) -> Result<M, Error> {
+    record.read(ruby, value)?.ok_or_else(|| {
+        Error::new(ruby.exception_type_error(), format!("{name} must be a {}, got {}", record.name(), shown(value)))
+    })
+}
+
+/// `nil` or `value` as a `record`, else a `TypeError`: "lease must be a LeaseMachines::Lease or nil, got {}".
+pub fn optional_record_arg<M: Members>(
+    ruby: &Ruby,
+    name: &str,
+    record: &DataClass<M>,
+    value: Value,
+) -> Result<Option<M>, Error> {
+    optional(value, |value| {
+        record.read(ruby, value)?.ok_or_else(|| {
+            Error::new(
+                ruby.exception_type_error(),
+                format!("{name} must be a {} or nil, got {}", record.name(), shown(value)),
+            )
+        })
+    })
+}
+
+/// `value` as a `record`, else a `TypeError` naming the class it got: "write must be a
+/// LeaseMachines::FencedWrite, got Array".
+pub fn record_of_class<M: Members>(ruby: &Ruby, name: &str, record: &DataClass<M>, value: Value) -> Result<M, Error> {
+    record.read(ruby, value)?.ok_or_else(|| {
+        Error::new(
+            ruby.exception_type_error(),
+            format!("{name} must be a {}, got {}", record.name(), class_name(value)),
+        )
+    })
+}
+
+/// Each element of the Array `value` as a `record`, turned into Rust data by `convert` as soon as it is read (the
+/// `Value`s it holds are never kept). A `TypeError` naming the class it got for anything else: "events must be an
+/// Array of LeaseMachines::Event, got NilClass", "events must hold LeaseMachines::Event, got Hash".
+pub fn records_arg<M: Members, T>(
+    ruby: &Ruby,
+    name: &str,
+    record: &DataClass<M>,
+    value: Value,
+    mut convert: impl FnMut(M) -> Result<T, Error>,
+) -> Result<Vec<T>, Error> {
+    let Some(list) = RArray::from_value(value) else {
+        return Err(Error::new(
+            ruby.exception_type_error(),
+            format!("{name} must be an Array of {}, got {}", record.name(), class_name(value)),
+        ));
+    };
+    let mut converted = Vec::with_capacity(list.len());
+    let mut index = 0;
+    while index < list.len() {
+        let element: Value = list.entry(index as isize)?;
+        let members = record.read(ruby, element)?.ok_or_else(|| {
+            Error::new(
+                ruby.exception_type_error(),
+                format!("{name} must hold {}, got {}", record.name(), class_name(element)),
+            )
+        })?;
+        converted.push(convert(members)?);
+        index += 1;
+    }
+    Ok(converted)
 }
 
 /// `2**64`, the Float nearest `Duration::MAX` (`2**64 - 1` seconds and 999,999,999 nanoseconds).
@@ -159,7 +278,8 @@ pub fn array_arg(ruby: &Ruby, name: &str, value: Value) -> Result<RArray, Error>
     })
 }
 
-/// The `index`-th element of `array`, or an `ArgumentError` naming what is missing.
+/// The `index`-th element of `array`, or an `ArgumentError` naming what is missing (the simulation's records, which
+/// still cross as Arrays).
 pub fn entry(ruby: &Ruby, array: RArray, index: usize, what: &str) -> Result<Value, Error> {
     if index >= array.len() {
         return Err(Error::new(ruby.exception_arg_error(), format!("{what} is missing")));
@@ -167,19 +287,37 @@ pub fn entry(ruby: &Ruby, array: RArray, index: usize, what: &str) -> Result<Val
     array.entry(index as isize)
 }
 
-/// An Array of `width`-element Arrays (the rows the Ruby layer builds from its `Data` values).
-pub fn rows_arg(ruby: &Ruby, name: &str, value: Value, width: usize) -> Result<Vec<RArray>, Error> {
-    let list = array_arg(ruby, name, value)?;
-    let mut rows = Vec::with_capacity(list.len());
-    for index in 0..list.len() {
-        let row = array_arg(ruby, name, entry(ruby, list, index, name)?)?;
-        if row.len() != width {
-            return Err(Error::new(
-                ruby.exception_arg_error(),
-                format!("each of {name} must have {width} fields, got {}", row.len()),
-            ));
-        }
-        rows.push(row);
+/// The state behind a mutable Ruby object (`Authority`, `Table`, `FenceGuard`), borrowed; a re-entrant call (from
+/// a callback inside a conversion) is a `RuntimeError` ("LeaseMachines::Table is busy"), never a panic.
+pub trait Borrowed {
+    type State;
+    /// The Ruby class name, for the message.
+    const CLASS: &'static str;
+    fn cell(&self) -> &RefCell<Self::State>;
+
+    fn busy(ruby: &Ruby) -> Error {
+        Error::new(ruby.exception_runtime_error(), format!("{} is busy", Self::CLASS))
     }
-    Ok(rows)
+
+    fn borrowed(&self, ruby: &Ruby) -> Result<Ref<'_, Self::State>, Error> {
+        self.cell().try_borrow().map_err(|_| Self::busy(ruby))
+    }
+
+    fn borrowed_mut(&self, ruby: &Ruby) -> Result<RefMut<'_, Self::State>, Error> {
+        self.cell().try_borrow_mut().map_err(|_| Self::busy(ruby))
+    }
 }
+
+/// Implements [`Borrowed`] for a wrapped type whose only field is the `RefCell` of its state.
+macro_rules! borrowed {
+    ($type:ty, $state:ty, $class:literal) => {
+        impl $crate::convert::Borrowed for $type {
+            type State = $state;
+            const CLASS: &'static str = $class;
+            fn cell(&self) -> &std::cell::RefCell<$state> {
+                &self.0
+            }
+        }
+    };
+}
+pub(crate) use borrowed;

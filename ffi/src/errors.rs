@@ -1,4 +1,5 @@
-//! The exception classes the gem declares in Ruby (`lib/lease_machines.rb`), fetched once when the extension loads.
+//! The exception classes the gem declares in Ruby (`lib/lease_machines/errors.rb`), fetched once when the extension
+//! loads.
 
 use std::sync::OnceLock;
 

@@ -36,9 +36,8 @@ impl RbFence {
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let class = module.define_class("Fence", ruby.class_object())?;
-    class.undef_default_alloc_func();
-    class.define_singleton_method("_new", magnus::function!(RbFence::new, 1))?;
+    let (class, singleton) = crate::wrapped_class(ruby, module, "Fence")?;
+    singleton.define_private_method("_new", magnus::function!(RbFence::new, 1))?;
     class.define_method("accept", magnus::method!(RbFence::accept, 1))?;
     class.define_method("highest", magnus::method!(RbFence::highest, 0))?;
     class.define_method("inspect", magnus::method!(RbFence::inspect, 0))?;

@@ -3,11 +3,11 @@
 use std::cell::Cell;
 
 use lease_machines::Holder;
-use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, TryConvert, Value};
+use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, Value};
 
-use crate::convert::{deadline, issued_token_arg, seconds, seconds_arg, shown, token_arg};
-use crate::symbols;
-use crate::values::RbCadence;
+use crate::convert::{deadline, issued_token_arg, seconds, seconds_arg, token_arg};
+use crate::symbols::SymbolEnum;
+use crate::values;
 
 #[magnus::wrap(class = "LeaseMachines::Holder", free_immediately, size)]
 pub struct RbHolder(Cell<Holder>);
@@ -16,13 +16,8 @@ impl RbHolder {
     fn new(ruby: &Ruby, token: Value, at: Value, cadence: Value) -> Result<Self, Error> {
         let token = issued_token_arg(ruby, "token", token)?;
         let at = seconds_arg(ruby, "at", at)?;
-        let cadence = <&RbCadence>::try_convert(cadence).map_err(|_| {
-            Error::new(
-                ruby.exception_type_error(),
-                format!("cadence must be a LeaseMachines::Cadence, got {}", shown(cadence)),
-            )
-        })?;
-        Ok(Self(Cell::new(Holder::new(token, at, cadence.0))))
+        let cadence = values::cadence_arg(ruby, cadence)?;
+        Ok(Self(Cell::new(Holder::new(token, at, cadence))))
     }
 
     /// Applies `change` to a copy and stores it: raises FrozenError on a frozen holder.
@@ -76,11 +71,11 @@ impl RbHolder {
     }
 
     fn state(ruby: &Ruby, rb_self: &Self) -> StaticSymbol {
-        symbols::holder_state(ruby, rb_self.0.get().state())
+        rb_self.0.get().state().symbol(ruby)
     }
 
-    fn cadence(ruby: &Ruby, rb_self: &Self) -> Obj<RbCadence> {
-        RbCadence::wrap(ruby, rb_self.0.get().cadence())
+    fn cadence(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
+        values::cadence(ruby, rb_self.0.get().cadence())
     }
 
     fn renewed_at(&self) -> f64 {
@@ -100,23 +95,22 @@ impl RbHolder {
         format!(
             "#<LeaseMachines::Holder token={} state={} renewed_at={:?}>",
             holder.token().value(),
-            symbols::holder_state(ruby, holder.state()).inspect(),
+            holder.state().symbol(ruby).inspect(),
             seconds(holder.renewed_at())
         )
     }
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let class = module.define_class("Holder", ruby.class_object())?;
-    class.undef_default_alloc_func();
-    class.define_singleton_method("_new", magnus::function!(RbHolder::new, 3))?;
-    class.define_method("_refresh", magnus::method!(RbHolder::refresh, 1))?;
-    class.define_method("_confirm", magnus::method!(RbHolder::confirm, 2))?;
+    let (class, singleton) = crate::wrapped_class(ruby, module, "Holder")?;
+    singleton.define_private_method("_new", magnus::function!(RbHolder::new, 3))?;
+    class.define_private_method("_refresh", magnus::method!(RbHolder::refresh, 1))?;
+    class.define_private_method("_confirm", magnus::method!(RbHolder::confirm, 2))?;
     class.define_method("expire", magnus::method!(RbHolder::expire, 0))?;
-    class.define_method("_reacquire", magnus::method!(RbHolder::reacquire, 2))?;
+    class.define_private_method("_reacquire", magnus::method!(RbHolder::reacquire, 2))?;
     class.define_method("fence", magnus::method!(RbHolder::fence, 0))?;
-    class.define_method("_renewal_due", magnus::method!(RbHolder::renewal_due, 1))?;
-    class.define_method("_at_risk", magnus::method!(RbHolder::at_risk, 1))?;
+    class.define_private_method("_renewal_due", magnus::method!(RbHolder::renewal_due, 1))?;
+    class.define_private_method("_at_risk", magnus::method!(RbHolder::at_risk, 1))?;
     class.define_method("token", magnus::method!(RbHolder::token, 0))?;
     class.define_method("state", magnus::method!(RbHolder::state, 0))?;
     class.define_method("cadence", magnus::method!(RbHolder::cadence, 0))?;

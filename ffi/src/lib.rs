@@ -1,10 +1,12 @@
 //! The `lease_machines` gem's native extension: the `lease-machines` decision engine as Ruby classes.
 //!
-//! Each decision method returns a frozen `LeaseMachines::Decision` (status, lease, reason: a Symbol, a
-//! `LeaseMachines::Lease` or `TableLease` or nil, a Symbol or nil), built here (see `data`); the Ruby layer
-//! (`lib/lease_machines.rb`) adds keyword arguments. Input faults raise the Ruby exception the contract names (see
-//! `convert`); rejections never raise. No code path here panics (clippy denies `unwrap`, `expect`, `panic` and indexing); were one to, magnus would still turn it into a
-//! Ruby exception rather than unwind into the VM.
+//! Every record that crosses into Ruby (a `LeaseMachines::Decision`, `Lease`, `Event`, ...) is a frozen instance of
+//! a `Data` class the Ruby layer declares, built here and read back by member name (see `data`); the mutable objects
+//! (`Authority`, `Fence`, `Holder`, `Table`, `FenceGuard`) are Rust values wrapped in Ruby objects. The Ruby layer
+//! (`lib/lease_machines/*.rb`) adds keyword arguments over the private native methods defined here. Input faults
+//! raise the Ruby exception the contract names (see `convert`); rejections never raise. No code path here panics
+//! (clippy denies `unwrap`, `expect`, `panic` and indexing); were one to, magnus would still turn it into a Ruby
+//! exception rather than unwind into the VM.
 
 mod authority;
 mod convert;
@@ -12,34 +14,60 @@ mod data;
 mod election;
 mod errors;
 mod fence;
+mod fence_guard;
 mod floor;
 mod holder;
+mod json;
 mod records;
 mod simulation;
 mod symbols;
 mod table;
 mod values;
 
-use magnus::{Error, Ruby};
+use lease_machines::Rejection;
+use magnus::{prelude::*, Error, RArray, RClass, RModule, Ruby};
+
+use crate::symbols::{Status, SymbolEnum};
 
 #[magnus::init]
 fn init(ruby: &Ruby) -> Result<(), Error> {
-    // Every object here is confined to the Ractor that made it, except frozen values (Lease, Checkpoint, Cadence),
-    // which are immutable and marked shareable; the extension keeps no global mutable state.
+    // Every object here is confined to the Ractor that made it, except the records (frozen Data instances, see
+    // `data`), which are shareable; the extension keeps no global mutable state.
     // SAFETY: called on a Ruby thread during the extension's initialisation, before any method is defined.
     unsafe { rb_sys::rb_ext_ractor_safe(true) };
     symbols::intern_all(ruby);
     let module = ruby.define_module("LeaseMachines")?;
     errors::fetch(ruby, module)?;
-    symbols::define_reasons(ruby, module)?;
-    values::define(ruby, module)?;
+    define_lists(ruby, module)?;
+    values::define(ruby)?;
     authority::define(ruby, module)?;
     fence::define(ruby, module)?;
     holder::define(ruby, module)?;
     table::define(ruby, module)?;
+    fence_guard::define(ruby, module)?;
     election::define(module)?;
-    records::define(module)?;
+    records::define(ruby, module)?;
     simulation::define(ruby, module)?;
     floor::define(ruby, module)?;
     Ok(())
+}
+
+/// `LeaseMachines::Name`, the class of a wrapped Rust type, without an allocator (only its private `_new` makes
+/// one), and its singleton class, where its private class methods go.
+pub(crate) fn wrapped_class(ruby: &Ruby, module: RModule, name: &str) -> Result<(RClass, RClass), Error> {
+    let class = module.define_class(name, ruby.class_object())?;
+    class.undef_default_alloc_func();
+    Ok((class, class.singleton_class()?))
+}
+
+/// `LeaseMachines::REASONS` (frozen) and `Decision.statuses`, from the enums' declarations in `symbols`.
+fn define_lists(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let reasons = Rejection::symbols(ruby);
+    reasons.freeze();
+    module.const_set("REASONS", reasons)?;
+    data::DECISION.class(ruby)?.define_singleton_method("statuses", magnus::function!(statuses, 0))
+}
+
+fn statuses(ruby: &Ruby) -> RArray {
+    Status::symbols(ruby)
 }

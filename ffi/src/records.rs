@@ -1,262 +1,236 @@
-//! Table records as Ruby arrays, both ways: the shapes the Ruby layer turns into its `Data` types
-//! (`LeaseMachines::TableLease`, `Event`, `Metrics`, `AuditReport::Finding`), in their member order.
-//!
-//! Arrays are built only at the moment they are returned to Ruby, never kept in Rust memory.
+//! The lease table's records (`LeaseMachines::TableLease`, `Event`, `Metrics`, `AuditReport` and its `Finding`),
+//! built from the core's values and read back into them by member name (see `data`); `LeaseMachines.audit` and the
+//! JSON documents of events, metrics and audit reports.
 
 use lease_machines::json::Json;
-use lease_machines::{audit, AuditReport, Checkpoint, Event, FencingToken, Finding, Metrics, Rejection, TableLease};
-use magnus::{
-    prelude::*, typed_data::Obj, value::ReprValue, Error, IntoValue, RArray, RHash, RModule, RString, Ruby, TryConvert,
-    Value,
+use lease_machines::{
+    audit, AuditReport, Event, EventKind, FencingToken, Finding, FindingCode, Metrics, Rejection, TableLease,
 };
+use magnus::{prelude::*, Error, IntoValue, RHash, RModule, RString, Ruby, Value};
 
-use crate::data::TABLE_LEASE;
-use crate::errors;
-use crate::values::RbCheckpoint;
+use crate::convert::{
+    frozen, issued_token_arg, optional, owner_arg, record_arg, records_arg, resource_arg, seconds, seconds_arg, shown,
+    u64_arg,
+};
+use crate::data::{
+    AuditReportMembers, EventMembers, FindingMembers, MetricsMembers, TableLeaseMembers, AUDIT_REPORT, EVENT, FINDING,
+    METRICS, TABLE_LEASE,
+};
+use crate::json;
+use crate::symbols::SymbolEnum;
+use crate::values;
 
-use crate::convert::{array_arg, entry, issued_token_arg, owner_arg, seconds, seconds_arg, shown, u64_arg};
-use crate::symbols;
-use crate::values::RbLease;
-
-/// A resource name: a non-empty String in an encoding compatible with UTF-8.
-pub fn resource_arg(ruby: &Ruby, value: Value) -> Result<String, Error> {
-    let Some(string) = RString::from_value(value) else {
-        return Err(Error::new(
-            ruby.exception_type_error(),
-            format!("resource must be a String, got {}", shown(value)),
-        ));
-    };
-    let name = string.to_string().map_err(|_| {
-        Error::new(ruby.exception_arg_error(), format!("resource must be valid UTF-8, got {}", shown(value)))
-    })?;
-    if name.is_empty() {
-        return Err(Error::new(ruby.exception_arg_error(), "resource must not be empty"));
-    }
-    Ok(name)
-}
-
-/// A frozen Ruby String, so that the values holding it can be shared across Ractors.
-pub fn frozen(ruby: &Ruby, text: &str) -> RString {
-    let string = ruby.str_new(text);
-    string.freeze();
-    string
-}
-
-/// A frozen `LeaseMachines::TableLease`: resource, owner, token, issued_at, expires_at, revision, term.
+/// A frozen `LeaseMachines::TableLease`.
 pub fn table_lease(ruby: &Ruby, lease: &TableLease<String>) -> Result<Value, Error> {
-    let values: [Value; 7] = [
-        frozen(ruby, lease.resource()).as_value(),
-        lease.owner().value().into_value_with(ruby),
-        lease.token().value().into_value_with(ruby),
-        seconds(lease.issued_at()).into_value_with(ruby),
-        seconds(lease.expires_at()).into_value_with(ruby),
-        lease.revision().into_value_with(ruby),
-        lease.term().into_value_with(ruby),
-    ];
-    TABLE_LEASE.build(ruby, values)
+    TABLE_LEASE.build(ruby, table_lease_members(ruby, lease))
 }
 
-/// `[resource, kind, at, owner, token, revision, expires_at, term, replaced]`.
-pub fn event(ruby: &Ruby, event: &Event<String>) -> RArray {
-    let values: [Value; 9] = [
-        frozen(ruby, &event.resource).as_value(),
-        symbols::event_kind(ruby, event.kind).as_value(),
-        seconds(event.at).into_value_with(ruby),
-        event.owner.value().into_value_with(ruby),
-        event.token.value().into_value_with(ruby),
-        event.revision.into_value_with(ruby),
-        seconds(event.expires_at).into_value_with(ruby),
-        event.term.into_value_with(ruby),
-        event.replaced.map(|lease| RbLease::wrap(ruby, lease)).into_value_with(ruby),
-    ];
-    ruby.ary_new_from_values(&values)
-}
-
-/// An event as [`event`] shapes it (what `LeaseMachines::Event#deconstruct` gives).
-pub fn event_arg(ruby: &Ruby, value: Value) -> Result<Event<String>, Error> {
-    let fields = array_arg(ruby, "event", value)?;
-    if fields.len() != 9 {
-        return Err(Error::new(ruby.exception_arg_error(), format!("event must have 9 fields, got {}", fields.len())));
+/// The members of a `TableLease` (for a record that holds one).
+pub fn table_lease_members(ruby: &Ruby, lease: &TableLease<String>) -> TableLeaseMembers {
+    TableLeaseMembers {
+        resource: frozen(ruby, lease.resource()).as_value(),
+        owner: lease.owner().value().into_value_with(ruby),
+        token: lease.token().value().into_value_with(ruby),
+        issued_at: seconds(lease.issued_at()).into_value_with(ruby),
+        expires_at: seconds(lease.expires_at()).into_value_with(ruby),
+        revision: lease.revision().into_value_with(ruby),
+        term: lease.term().into_value_with(ruby),
     }
-    let field = |index: usize, name: &str| entry(ruby, fields, index, name);
-    let replaced = field(8, "replaced")?;
-    let replaced = if replaced.is_nil() {
-        None
-    } else {
-        Some(<&RbLease>::try_convert(replaced).map(|lease| lease.0).map_err(|_| {
-            Error::new(
-                ruby.exception_type_error(),
-                format!("replaced must be a LeaseMachines::Lease or nil, got {}", shown(replaced)),
-            )
-        })?)
+}
+
+/// A frozen `LeaseMachines::Event`.
+pub fn event(ruby: &Ruby, event: &Event<String>) -> Result<Value, Error> {
+    let replaced = match event.replaced {
+        Some(lease) => values::lease(ruby, lease)?,
+        None => ruby.qnil().as_value(),
     };
-    let term = field(7, "term")?;
+    EVENT.build(
+        ruby,
+        EventMembers {
+            resource: frozen(ruby, &event.resource).as_value(),
+            kind: event.kind.symbol(ruby).as_value(),
+            at: seconds(event.at).into_value_with(ruby),
+            owner: event.owner.value().into_value_with(ruby),
+            token: event.token.value().into_value_with(ruby),
+            revision: event.revision.into_value_with(ruby),
+            expires_at: seconds(event.expires_at).into_value_with(ruby),
+            term: event.term.into_value_with(ruby),
+            replaced,
+        },
+    )
+}
+
+/// A frozen Array of frozen `Event`s.
+pub fn events<'a>(ruby: &Ruby, events: impl IntoIterator<Item = &'a Event<String>>) -> Result<Value, Error> {
+    let list = ruby.ary_new();
+    for one in events {
+        list.push(event(ruby, one)?)?;
+    }
+    list.freeze();
+    Ok(list.as_value())
+}
+
+/// The event an `Event`'s members describe.
+fn event_of(ruby: &Ruby, members: EventMembers) -> Result<Event<String>, Error> {
     Ok(Event {
-        resource: resource_arg(ruby, field(0, "resource")?)?,
-        kind: symbols::event_kind_arg(ruby, field(1, "kind")?)?,
-        at: seconds_arg(ruby, "at", field(2, "at")?)?,
-        owner: owner_arg(ruby, field(3, "owner")?)?,
-        token: issued_token_arg(ruby, "token", field(4, "token")?)?,
-        revision: u64_arg(ruby, "revision", field(5, "revision")?)?,
-        expires_at: seconds_arg(ruby, "expires_at", field(6, "expires_at")?)?,
-        term: if term.is_nil() { None } else { Some(u64_arg(ruby, "term", term)?) },
-        replaced,
+        resource: resource_arg(ruby, members.resource)?,
+        kind: EventKind::arg(ruby, members.kind)?,
+        at: seconds_arg(ruby, "at", members.at)?,
+        owner: owner_arg(ruby, members.owner)?,
+        token: issued_token_arg(ruby, "token", members.token)?,
+        revision: u64_arg(ruby, "revision", members.revision)?,
+        expires_at: seconds_arg(ruby, "expires_at", members.expires_at)?,
+        term: optional(members.term, |term| u64_arg(ruby, "term", term))?,
+        replaced: values::optional_lease_arg(ruby, "replaced", members.replaced)?,
     })
 }
 
-/// Every event of an Array of events.
-pub fn events_arg(ruby: &Ruby, value: Value) -> Result<Vec<Event<String>>, Error> {
-    let array = array_arg(ruby, "events", value)?;
-    let mut events = Vec::with_capacity(array.len());
-    for index in 0..array.len() {
-        events.push(event_arg(ruby, entry(ruby, array, index, "event")?)?);
-    }
-    Ok(events)
+/// An Array of `Event`s.
+fn events_arg(ruby: &Ruby, value: Value) -> Result<Vec<Event<String>>, Error> {
+    records_arg(ruby, "events", &EVENT, value, |members| event_of(ruby, members))
 }
 
-/// `[resources, stored_leases, live_leases, expired_leases, highest_token, events, accepted, rejected, rejections,
-/// holder_transitions]`, `rejections` a Hash of every reason to its count.
-pub fn metrics(ruby: &Ruby, metrics: &Metrics) -> Result<RArray, Error> {
+/// A frozen `LeaseMachines::Metrics`, `rejections` a frozen Hash of every reason to its count.
+pub fn metrics(ruby: &Ruby, metrics: &Metrics) -> Result<Value, Error> {
     let rejections = ruby.hash_new();
     for reason in Rejection::ALL {
-        rejections.aset(symbols::reason(ruby, reason), metrics.rejected_with(reason))?;
+        rejections.aset(reason.symbol(ruby), metrics.rejected_with(reason))?;
     }
     rejections.freeze();
-    let values: [Value; 10] = [
-        metrics.resources.into_value_with(ruby),
-        metrics.stored_leases.into_value_with(ruby),
-        metrics.live_leases.into_value_with(ruby),
-        metrics.expired_leases.into_value_with(ruby),
-        metrics.highest_token.map(FencingToken::value).into_value_with(ruby),
-        metrics.events.into_value_with(ruby),
-        metrics.accepted.into_value_with(ruby),
-        metrics.rejected.into_value_with(ruby),
-        rejections.as_value(),
-        metrics.holder_transitions.into_value_with(ruby),
-    ];
-    Ok(ruby.ary_new_from_values(&values))
+    METRICS.build(
+        ruby,
+        MetricsMembers {
+            resources: metrics.resources.into_value_with(ruby),
+            stored_leases: metrics.stored_leases.into_value_with(ruby),
+            live_leases: metrics.live_leases.into_value_with(ruby),
+            expired_leases: metrics.expired_leases.into_value_with(ruby),
+            highest_token: metrics.highest_token.map(FencingToken::value).into_value_with(ruby),
+            events: metrics.events.into_value_with(ruby),
+            accepted: metrics.accepted.into_value_with(ruby),
+            rejected: metrics.rejected.into_value_with(ruby),
+            rejections: rejections.as_value(),
+            holder_transitions: metrics.holder_transitions.into_value_with(ruby),
+        },
+    )
 }
 
-/// Metrics as [`metrics`] shapes them.
-pub fn metrics_arg(ruby: &Ruby, value: Value) -> Result<Metrics, Error> {
-    let fields = array_arg(ruby, "metrics", value)?;
-    let count = |index: usize, name: &str| u64_arg(ruby, name, entry(ruby, fields, index, name)?);
-    let highest = entry(ruby, fields, 4, "highest_token")?;
-    let rejections_value = entry(ruby, fields, 8, "rejections")?;
-    let rejections_hash = RHash::from_value(rejections_value).ok_or_else(|| {
-        Error::new(ruby.exception_type_error(), format!("rejections must be a Hash, got {}", shown(rejections_value)))
+/// The metrics a `Metrics`'s members describe.
+fn metrics_of(ruby: &Ruby, members: MetricsMembers) -> Result<Metrics, Error> {
+    let count = |name: &str, value: Value| u64_arg(ruby, name, value);
+    let rejections_hash = RHash::from_value(members.rejections).ok_or_else(|| {
+        Error::new(ruby.exception_type_error(), format!("rejections must be a Hash, got {}", shown(members.rejections)))
     })?;
     let mut rejections = [0; Rejection::ALL.len()];
     for reason in Rejection::ALL {
-        let count: Option<Value> = rejections_hash.get(symbols::reason(ruby, reason));
+        let count: Option<Value> = rejections_hash.get(reason.symbol(ruby));
         if let (Some(count), Some(slot)) = (count, rejections.get_mut(reason.index())) {
             *slot = u64_arg(ruby, reason.as_str(), count)?;
         }
     }
     Ok(Metrics {
-        resources: count(0, "resources")?,
-        stored_leases: count(1, "stored_leases")?,
-        live_leases: count(2, "live_leases")?,
-        expired_leases: count(3, "expired_leases")?,
-        highest_token: if highest.is_nil() { None } else { Some(issued_token_arg(ruby, "highest_token", highest)?) },
-        events: count(5, "events")?,
-        accepted: count(6, "accepted")?,
-        rejected: count(7, "rejected")?,
+        resources: count("resources", members.resources)?,
+        stored_leases: count("stored_leases", members.stored_leases)?,
+        live_leases: count("live_leases", members.live_leases)?,
+        expired_leases: count("expired_leases", members.expired_leases)?,
+        highest_token: optional(members.highest_token, |token| issued_token_arg(ruby, "highest_token", token))?,
+        events: count("events", members.events)?,
+        accepted: count("accepted", members.accepted)?,
+        rejected: count("rejected", members.rejected)?,
         rejections,
-        holder_transitions: count(9, "holder_transitions")?,
+        holder_transitions: count("holder_transitions", members.holder_transitions)?,
     })
 }
 
-/// `[checked_events, [[code, resource, event_index, message], ...]]`.
-pub fn report(ruby: &Ruby, report: &AuditReport<String>) -> (u64, RArray) {
-    let findings = ruby.ary_from_iter(report.findings.iter().map(|finding| {
-        let values: [Value; 4] = [
-            symbols::finding_code(ruby, finding.code).as_value(),
-            frozen(ruby, &finding.resource).as_value(),
-            finding.event_index.into_value_with(ruby),
-            frozen(ruby, &finding.code.to_string()).as_value(),
-        ];
-        ruby.ary_new_from_values(&values)
-    }));
-    (report.checked_events, findings)
-}
-
-/// An audit report as [`report`] shapes it: `checked_events` and the findings' `[code, resource, event_index, ...]`.
-pub fn report_arg(ruby: &Ruby, checked_events: Value, findings: Value) -> Result<AuditReport<String>, Error> {
-    let checked_events = u64_arg(ruby, "checked_events", checked_events)?;
-    let array = array_arg(ruby, "findings", findings)?;
-    let mut parsed = Vec::with_capacity(array.len());
-    for index in 0..array.len() {
-        let finding = array_arg(ruby, "finding", entry(ruby, array, index, "finding")?)?;
-        parsed.push(Finding {
-            code: symbols::finding_code_arg(ruby, entry(ruby, finding, 0, "code")?)?,
-            resource: resource_arg(ruby, entry(ruby, finding, 1, "resource")?)?,
-            event_index: u64_arg(ruby, "event_index", entry(ruby, finding, 2, "event_index")?)?,
-        });
+/// A frozen `LeaseMachines::AuditReport`, valid exactly when it has no findings, the findings a frozen Array of
+/// frozen `AuditReport::Finding`s.
+pub fn report(ruby: &Ruby, report: &AuditReport<String>) -> Result<Value, Error> {
+    let findings = ruby.ary_new_capa(report.findings.len());
+    for finding in &report.findings {
+        findings.push(FINDING.build(
+            ruby,
+            FindingMembers {
+                code: finding.code.symbol(ruby).as_value(),
+                resource: frozen(ruby, &finding.resource).as_value(),
+                event_index: finding.event_index.into_value_with(ruby),
+                message: frozen(ruby, &finding.code.to_string()).as_value(),
+            },
+        )?)?;
     }
-    Ok(AuditReport { checked_events, findings: parsed })
+    findings.freeze();
+    AUDIT_REPORT.build(
+        ruby,
+        AuditReportMembers {
+            valid: report.findings.is_empty().into_value_with(ruby),
+            checked_events: report.checked_events.into_value_with(ruby),
+            findings: findings.as_value(),
+        },
+    )
 }
 
-/// The text of a JSON document argument, or `LeaseMachines::InvalidDocument` when it is not UTF-8.
-fn document(ruby: &Ruby, text: RString) -> Result<String, Error> {
-    // SAFETY: the bytes are copied into an owned String before any other Ruby call.
-    unsafe { text.as_str() }
-        .map(str::to_owned)
-        .map_err(|_| errors::invalid_document(ruby, "the JSON is not valid UTF-8"))
+/// The report an `AuditReport`'s members describe (`valid` and each finding's `message` follow from the rest).
+fn report_of(ruby: &Ruby, members: AuditReportMembers) -> Result<AuditReport<String>, Error> {
+    let findings = records_arg(ruby, "findings", &FINDING, members.findings, |finding| {
+        Ok(Finding {
+            code: FindingCode::arg(ruby, finding.code)?,
+            resource: resource_arg(ruby, finding.resource)?,
+            event_index: u64_arg(ruby, "event_index", finding.event_index)?,
+        })
+    })?;
+    Ok(AuditReport { checked_events: u64_arg(ruby, "checked_events", members.checked_events)?, findings })
 }
 
-pub fn read<T: Json>(ruby: &Ruby, text: RString) -> Result<T, Error> {
-    T::from_json(&document(ruby, text)?).map_err(|error| errors::invalid_document(ruby, &error.to_string()))
-}
-
-fn audit_events(ruby: &Ruby, events: Value) -> Result<(u64, RArray), Error> {
-    let events = events_arg(ruby, events)?;
-    Ok(report(ruby, &audit(&events)))
+fn audit_events(ruby: &Ruby, events: Value) -> Result<Value, Error> {
+    report(ruby, &audit(&events_arg(ruby, events)?))
 }
 
 fn events_to_json(ruby: &Ruby, events: Value) -> Result<String, Error> {
     Ok(events_arg(ruby, events)?.to_json())
 }
 
-fn events_from_json(ruby: &Ruby, text: RString) -> Result<RArray, Error> {
-    let events: Vec<Event<String>> = read(ruby, text)?;
-    Ok(ruby.ary_from_iter(events.iter().map(|one| event(ruby, one))))
+fn events_from_json(ruby: &Ruby, text: RString) -> Result<Value, Error> {
+    let read: Vec<Event<String>> = json::read(ruby, text)?;
+    self::events(ruby, read.iter())
 }
 
-fn metrics_to_json(ruby: &Ruby, fields: Value) -> Result<String, Error> {
-    Ok(metrics_arg(ruby, fields)?.to_json())
+fn metrics_to_json(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
+    Ok(metrics_of(ruby, record_arg(ruby, "metrics", &METRICS, rb_self)?)?.to_json())
 }
 
-fn metrics_from_json(ruby: &Ruby, text: RString) -> Result<RArray, Error> {
-    metrics(ruby, &read::<Metrics>(ruby, text)?)
+fn metrics_from_json(ruby: &Ruby, text: RString) -> Result<Value, Error> {
+    metrics(ruby, &json::read::<Metrics>(ruby, text)?)
 }
 
-fn report_to_json(ruby: &Ruby, checked_events: Value, findings: Value) -> Result<String, Error> {
-    Ok(report_arg(ruby, checked_events, findings)?.to_json())
+fn report_to_json(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
+    Ok(report_of(ruby, record_arg(ruby, "report", &AUDIT_REPORT, rb_self)?)?.to_json())
 }
 
-fn report_from_json(ruby: &Ruby, text: RString) -> Result<(u64, RArray), Error> {
-    Ok(report(ruby, &read::<AuditReport<String>>(ruby, text)?))
+fn report_from_json(ruby: &Ruby, text: RString) -> Result<Value, Error> {
+    report(ruby, &json::read::<AuditReport<String>>(ruby, text)?)
 }
 
-fn checkpoint_to_json(rb_self: &RbCheckpoint) -> String {
-    rb_self.0.to_json()
+fn event_kinds(ruby: &Ruby) -> Value {
+    EventKind::symbols(ruby).as_value()
 }
 
-fn checkpoint_from_json(ruby: &Ruby, text: RString) -> Result<Obj<RbCheckpoint>, Error> {
-    Ok(RbCheckpoint::wrap(ruby, read::<Checkpoint>(ruby, text)?))
+fn finding_codes(ruby: &Ruby) -> Value {
+    FindingCode::symbols(ruby).as_value()
 }
 
-pub fn define(module: RModule) -> Result<(), Error> {
-    module.define_singleton_method("_audit", magnus::function!(audit_events, 1))?;
-    module.define_singleton_method("_events_to_json", magnus::function!(events_to_json, 1))?;
-    module.define_singleton_method("_events_from_json", magnus::function!(events_from_json, 1))?;
-    module.define_singleton_method("_metrics_to_json", magnus::function!(metrics_to_json, 1))?;
-    module.define_singleton_method("_metrics_from_json", magnus::function!(metrics_from_json, 1))?;
-    module.define_singleton_method("_report_to_json", magnus::function!(report_to_json, 2))?;
-    module.define_singleton_method("_report_from_json", magnus::function!(report_from_json, 1))?;
-    let checkpoint: magnus::RClass = module.const_get("Checkpoint")?;
-    checkpoint.define_method("_to_json", magnus::method!(checkpoint_to_json, 0))?;
-    checkpoint.define_singleton_method("_from_json", magnus::function!(checkpoint_from_json, 1))?;
+pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let functions = module.singleton_class()?;
+    functions.define_private_method("_audit", magnus::function!(audit_events, 1))?;
+    functions.define_private_method("_events_to_json", magnus::function!(events_to_json, 1))?;
+    functions.define_private_method("_events_from_json", magnus::function!(events_from_json, 1))?;
+
+    EVENT.class(ruby)?.define_singleton_method("kinds", magnus::function!(event_kinds, 0))?;
+
+    let metrics = METRICS.class(ruby)?;
+    metrics.define_private_method("_to_json", magnus::method!(metrics_to_json, 0))?;
+    metrics.singleton_class()?.define_private_method("_from_json", magnus::function!(metrics_from_json, 1))?;
+
+    let report = AUDIT_REPORT.class(ruby)?;
+    report.define_singleton_method("codes", magnus::function!(finding_codes, 0))?;
+    report.define_private_method("_to_json", magnus::method!(report_to_json, 0))?;
+    report.singleton_class()?.define_private_method("_from_json", magnus::function!(report_from_json, 1))?;
     Ok(())
 }

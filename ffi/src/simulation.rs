@@ -11,8 +11,8 @@ use lease_machines_sim::{Simulation, SimulationConfig, SimulationReport};
 use magnus::{prelude::*, typed_data::Obj, Error, IntoValue, RArray, RModule, RString, Ruby, Value};
 
 use crate::convert::{array_arg, entry, seconds, seconds_arg, u64_arg};
-use crate::records::read;
-use crate::symbols;
+use crate::json::read;
+use crate::symbols::SymbolEnum;
 
 /// The members of `LeaseMachines::SimulationConfig`, in order.
 const CONFIG_FIELDS: [&str; 9] =
@@ -25,10 +25,10 @@ fn config(ruby: &Ruby, config: &SimulationConfig) -> RArray {
         config.workers.into_value_with(ruby),
         config.resources.into_value_with(ruby),
         seconds(config.ttl).into_value_with(ruby),
-        symbols::scenario(ruby, config.scenario).into_value_with(ruby),
-        symbols::clock_policy(ruby, config.clock_policy).into_value_with(ruby),
+        config.scenario.symbol(ruby).into_value_with(ruby),
+        config.clock_policy.symbol(ruby).into_value_with(ruby),
         config.restore_every.into_value_with(ruby),
-        symbols::fence_mode(ruby, config.fence).into_value_with(ruby),
+        config.fence.symbol(ruby).into_value_with(ruby),
     ];
     ruby.ary_new_from_values(&values)
 }
@@ -54,10 +54,10 @@ fn config_arg(ruby: &Ruby, value: Value) -> Result<SimulationConfig, Error> {
         workers: count(2)?,
         resources: count(3)?,
         ttl: field(4).and_then(|(name, value)| seconds_arg(ruby, name, value))?,
-        scenario: symbols::scenario_arg(ruby, field(5)?.1)?,
-        clock_policy: symbols::clock_policy_arg(ruby, field(6)?.1)?,
+        scenario: SymbolEnum::arg(ruby, field(5)?.1)?,
+        clock_policy: SymbolEnum::arg(ruby, field(6)?.1)?,
         restore_every: count(7)?,
-        fence: symbols::fence_mode_arg(ruby, field(8)?.1)?,
+        fence: SymbolEnum::arg(ruby, field(8)?.1)?,
     };
     config.validate().map_err(|error| Error::new(ruby.exception_arg_error(), error.to_string()))?;
     Ok(config)

@@ -1,307 +1,212 @@
-//! The gem's Symbols and the core's enums, one `match` per direction.
+//! The gem's Symbols and the enums they stand for, both ways, from one declaration per enum (see [`symbols!`]).
+//!
+//! A Symbol the Ruby layer hands back (a decision's status, a rejection's reason, an event's kind, ...) comes from
+//! [`SymbolEnum::symbol`]; one it hands in from [`SymbolEnum::arg`], which raises a `TypeError` for a non-Symbol
+//! and an `ArgumentError` listing the valid ones for any other Symbol; the lists Ruby shows (`REASONS`,
+//! `Decision.statuses`, `Event.kinds`, `AuditReport.codes`) from [`SymbolEnum::symbols`]: a core enum's in the core's
+//! own order (its `ALL`), an enum declared here in the declared order.
+
+use std::sync::OnceLock;
 
 use lease_machines::{CertificateStatus, ClockPolicy, EventKind, FindingCode, HolderState, Rejection};
 use lease_machines_sim::{FenceMode, Scenario};
-use magnus::{prelude::*, value::LazyId, Error, RModule, Ruby, StaticSymbol, Symbol, TryConvert, Value};
+use magnus::value::{Id, IntoId, LazyId, OpaqueId};
+use magnus::{Error, RArray, Ruby, StaticSymbol, Symbol, Value};
 
 use crate::convert::shown;
 
-macro_rules! ids {
-    ($($name:ident = $text:expr;)*) => {
-        $(static $name: LazyId = LazyId::new($text);)*
+/// An enum whose variants are Ruby Symbols. Implemented by [`symbols!`], never by hand.
+pub trait SymbolEnum: Copy + PartialEq + 'static {
+    /// Every variant, in the order Ruby lists them.
+    const ALL: &'static [Self];
+    /// The argument's name in error messages (`"clock_policy"`, `"kind"`).
+    const ARG: &'static str;
+    /// What a `TypeError` says the Symbol must be, when not the valid Symbols separated by commas.
+    const EXPECTED: Option<&'static str>;
+
+    /// The variant's Symbol name (`"stale_token"`).
+    fn name(self) -> &'static str;
+    /// The variant's Symbol, interned once.
+    fn id(self, ruby: &Ruby) -> Id;
+
+    /// Interns every variant's Symbol, so that no later use can fail.
+    fn intern(ruby: &Ruby) {
+        for variant in Self::ALL {
+            variant.id(ruby);
+        }
+    }
+
+    fn symbol(self, ruby: &Ruby) -> StaticSymbol {
+        StaticSymbol::from(self.id(ruby))
+    }
+
+    /// Every variant's Symbol, in order, as a new Array.
+    fn symbols(ruby: &Ruby) -> RArray {
+        ruby.ary_from_iter(Self::ALL.iter().map(|variant| variant.symbol(ruby)))
+    }
+
+    /// The variant `value` names; any other Symbol is an `ArgumentError` listing the valid ones, a non-Symbol a
+    /// `TypeError`. A Symbol whose name is not valid UTF-8 is simply not one of ours.
+    fn arg(ruby: &Ruby, value: Value) -> Result<Self, Error> {
+        let valid = || Self::ALL.iter().map(|variant| format!(":{}", variant.name())).collect::<Vec<_>>().join(", ");
+        let Some(given) = Symbol::from_value(value) else {
+            let expected = Self::EXPECTED.map_or_else(valid, str::to_owned);
+            return Err(Error::new(
+                ruby.exception_type_error(),
+                format!("{} must be a Symbol ({expected}), got {}", Self::ARG, shown(value)),
+            ));
+        };
+        let found = given.name().ok().and_then(|text| Self::ALL.iter().copied().find(|variant| variant.name() == text));
+        found.ok_or_else(|| {
+            Error::new(
+                ruby.exception_arg_error(),
+                format!("unknown {} {} (valid: {})", Self::ARG, shown(value), valid()),
+            )
+        })
+    }
+}
+
+/// Declares each enum's Symbols once, in one of three forms, each with the argument name its error messages use
+/// (`or "..."` after it replaces the list of Symbols a `TypeError` shows):
+///
+/// - `core Enum(arg "name");`: a core enum with `ALL` and `as_str`, whose order and names Ruby takes as they are;
+/// - `core Enum(arg "name") { Variant = "symbol", ... }`: a core enum without them, listed here in Ruby's order;
+/// - `enum Enum(arg "name") { Variant = "symbol", ... }`: an enum of the extension's own, declared here.
+///
+/// Generates each [`SymbolEnum`] implementation, and `intern_all`, which interns every Symbol when the extension
+/// loads.
+macro_rules! symbols {
+    (@all [$($enum:ident)*]) => {
         /// Interns every Symbol up front, so that no later use can fail.
         pub fn intern_all(ruby: &Ruby) {
-            $(LazyId::force(&$name, ruby);)*
+            $(<$enum as SymbolEnum>::intern(ruby);)*
         }
     };
-}
-
-ids! {
-    GRANTED = "granted";
-    RENEWED = "renewed";
-    RELEASED = "released";
-    REJECTED = "rejected";
-    TRANSFERRED = "transferred";
-    REAPED = "reaped";
-    CERTIFIED = CertificateStatus::Certified.as_str();
-    NO_MEMBERS = CertificateStatus::NoMembers.as_str();
-    NO_VOTES = CertificateStatus::NoVotes.as_str();
-    SPLIT = CertificateStatus::Split.as_str();
-    ACQUIRED = "acquired";
-    REACQUIRED = "reacquired";
-    TOKEN_NOT_RISING = FindingCode::TokenNotRising.as_str();
-    REVISION_NOT_RISING = FindingCode::RevisionNotRising.as_str();
-    TIME_BACKWARDS = FindingCode::TimeBackwards.as_str();
-    OVERLAPPING_LEASES = FindingCode::OverlappingLeases.as_str();
-    GRANT_WHILE_LIVE = FindingCode::GrantWhileLive.as_str();
-    RENEWAL_SHORTENED = FindingCode::RenewalShortened.as_str();
-    RENEWAL_CHANGED_TOKEN = FindingCode::RenewalChangedToken.as_str();
-    TOKEN_MISMATCH = FindingCode::TokenMismatch.as_str();
-    REAP_UNEXPIRED = FindingCode::ReapUnexpired.as_str();
-    NOT_LIVE = FindingCode::NotLive.as_str();
-    CLOCK_REGRESSED = Rejection::ClockRegressed.as_str();
-    INVALID_TTL = Rejection::InvalidTtl.as_str();
-    DEADLINE_OVERFLOW = Rejection::DeadlineOverflow.as_str();
-    OCCUPIED = Rejection::Occupied.as_str();
-    TOKEN_SPACE_EXHAUSTED = Rejection::TokenSpaceExhausted.as_str();
-    NOT_HELD = Rejection::NotHeld.as_str();
-    STALE_TOKEN = Rejection::StaleToken.as_str();
-    WRONG_OWNER = Rejection::WrongOwner.as_str();
-    EXPIRED = Rejection::Expired.as_str();
-    REVISION_MISMATCH = Rejection::RevisionMismatch.as_str();
-    REVISION_SPACE_EXHAUSTED = Rejection::RevisionSpaceExhausted.as_str();
-    NO_QUORUM = Rejection::NoQuorum.as_str();
-    NOT_LEADER = Rejection::NotLeader.as_str();
-    STALE_TERM = Rejection::StaleTerm.as_str();
-    LEADERSHIP_REQUIRED = Rejection::LeadershipRequired.as_str();
-    REJECT = "reject";
-    CLAMP = "clamp";
-    CONFIRMED = "confirmed";
-    UNCONFIRMED = "unconfirmed";
-    AT_RISK = "at_risk";
-    HOLDER_EXPIRED = "expired";
-    FENCED = "fenced";
-    CONTENTION = Scenario::Contention.as_str();
-    FAILOVER = Scenario::Failover.as_str();
-    ENFORCED = FenceMode::Enforced.as_str();
-    DISABLED = FenceMode::Disabled.as_str();
-}
-
-fn symbol(ruby: &Ruby, id: &LazyId) -> StaticSymbol {
-    StaticSymbol::from(LazyId::get_inner_with(id, ruby))
-}
-
-/// The statuses of a decision.
-#[derive(Clone, Copy)]
-pub enum Status {
-    Granted,
-    Renewed,
-    Released,
-    Transferred,
-    Reaped,
-    Rejected,
-}
-
-pub fn status(ruby: &Ruby, status: Status) -> StaticSymbol {
-    symbol(
-        ruby,
-        match status {
-            Status::Granted => &GRANTED,
-            Status::Renewed => &RENEWED,
-            Status::Released => &RELEASED,
-            Status::Transferred => &TRANSFERRED,
-            Status::Reaped => &REAPED,
-            Status::Rejected => &REJECTED,
-        },
-    )
-}
-
-pub fn reason(ruby: &Ruby, rejection: Rejection) -> StaticSymbol {
-    symbol(
-        ruby,
-        match rejection {
-            Rejection::ClockRegressed => &CLOCK_REGRESSED,
-            Rejection::InvalidTtl => &INVALID_TTL,
-            Rejection::DeadlineOverflow => &DEADLINE_OVERFLOW,
-            Rejection::Occupied => &OCCUPIED,
-            Rejection::TokenSpaceExhausted => &TOKEN_SPACE_EXHAUSTED,
-            Rejection::NotHeld => &NOT_HELD,
-            Rejection::StaleToken => &STALE_TOKEN,
-            Rejection::WrongOwner => &WRONG_OWNER,
-            Rejection::Expired => &EXPIRED,
-            Rejection::RevisionMismatch => &REVISION_MISMATCH,
-            Rejection::RevisionSpaceExhausted => &REVISION_SPACE_EXHAUSTED,
-            Rejection::NoQuorum => &NO_QUORUM,
-            Rejection::NotLeader => &NOT_LEADER,
-            Rejection::StaleTerm => &STALE_TERM,
-            Rejection::LeadershipRequired => &LEADERSHIP_REQUIRED,
-        },
-    )
-}
-
-/// `LeaseMachines::REASONS`: every rejection's Symbol, in the core's order (`Rejection::ALL`), frozen.
-pub fn define_reasons(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let reasons = ruby.ary_from_iter(Rejection::ALL.into_iter().map(|rejection| reason(ruby, rejection)));
-    reasons.freeze();
-    module.const_set("REASONS", reasons)
-}
-
-pub fn holder_state(ruby: &Ruby, state: HolderState) -> StaticSymbol {
-    symbol(
-        ruby,
-        match state {
-            HolderState::Confirmed => &CONFIRMED,
-            HolderState::Unconfirmed => &UNCONFIRMED,
-            HolderState::AtRisk => &AT_RISK,
-            HolderState::Expired => &HOLDER_EXPIRED,
-            HolderState::Fenced => &FENCED,
-        },
-    )
-}
-
-pub fn clock_policy(ruby: &Ruby, policy: ClockPolicy) -> StaticSymbol {
-    symbol(
-        ruby,
-        match policy {
-            ClockPolicy::Reject => &REJECT,
-            ClockPolicy::Clamp => &CLAMP,
-        },
-    )
-}
-
-/// `:reject` or `:clamp`; any other Symbol is an `ArgumentError` listing the valid ones, a non-Symbol a `TypeError`.
-pub fn clock_policy_arg(ruby: &Ruby, value: Value) -> Result<ClockPolicy, Error> {
-    let Ok(given) = Symbol::try_convert(value) else {
-        return Err(Error::new(
-            ruby.exception_type_error(),
-            format!("clock_policy must be a Symbol (:reject or :clamp), got {}", shown(value)),
-        ));
+    (@all [$($done:ident)*]
+        $(#[$doc:meta])* enum $enum:ident(arg $arg:literal) { $($variant:ident = $name:literal),+ $(,)? }
+        $($rest:tt)*
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        pub enum $enum { $($variant),+ }
+        symbols!(@listed $enum, $arg, None, $($variant = $name),+);
+        symbols!(@all [$($done)* $enum] $($rest)*);
     };
-    // A Symbol whose name is not valid UTF-8 is simply not one of ours.
-    match given.name().as_deref() {
-        Ok("reject") => Ok(ClockPolicy::Reject),
-        Ok("clamp") => Ok(ClockPolicy::Clamp),
-        _ => Err(Error::new(
-            ruby.exception_arg_error(),
-            format!("unknown clock_policy {} (valid: :reject, :clamp)", shown(value)),
-        )),
-    }
-}
-
-pub fn event_kind(ruby: &Ruby, kind: EventKind) -> StaticSymbol {
-    symbol(
-        ruby,
-        match kind {
-            EventKind::Acquired => &ACQUIRED,
-            EventKind::Reacquired => &REACQUIRED,
-            EventKind::Renewed => &RENEWED,
-            EventKind::Released => &RELEASED,
-            EventKind::Transferred => &TRANSFERRED,
-            EventKind::Reaped => &REAPED,
-        },
-    )
-}
-
-pub fn finding_code(ruby: &Ruby, code: FindingCode) -> StaticSymbol {
-    symbol(
-        ruby,
-        match code {
-            FindingCode::TokenNotRising => &TOKEN_NOT_RISING,
-            FindingCode::RevisionNotRising => &REVISION_NOT_RISING,
-            FindingCode::TimeBackwards => &TIME_BACKWARDS,
-            FindingCode::OverlappingLeases => &OVERLAPPING_LEASES,
-            FindingCode::GrantWhileLive => &GRANT_WHILE_LIVE,
-            FindingCode::RenewalShortened => &RENEWAL_SHORTENED,
-            FindingCode::RenewalChangedToken => &RENEWAL_CHANGED_TOKEN,
-            FindingCode::TokenMismatch => &TOKEN_MISMATCH,
-            FindingCode::ReapUnexpired => &REAP_UNEXPIRED,
-            FindingCode::NotLive => &NOT_LIVE,
-        },
-    )
-}
-
-/// One of a closed set of Symbols, named by the core's own `as_str` names: any other Symbol is an `ArgumentError`
-/// listing the valid ones, a non-Symbol a `TypeError`.
-fn one_of<T: Copy>(
-    ruby: &Ruby,
-    name: &str,
-    value: Value,
-    all: &[T],
-    as_str: fn(T) -> &'static str,
-) -> Result<T, Error> {
-    let valid = || all.iter().map(|item| format!(":{}", as_str(*item))).collect::<Vec<_>>().join(", ");
-    let Ok(given) = Symbol::try_convert(value) else {
-        return Err(Error::new(
-            ruby.exception_type_error(),
-            format!("{name} must be a Symbol ({}), got {}", valid(), shown(value)),
-        ));
-    };
-    let found = given.name().ok().and_then(|text| all.iter().copied().find(|item| as_str(*item) == text));
-    found.ok_or_else(|| {
-        Error::new(ruby.exception_arg_error(), format!("unknown {name} {} (valid: {})", shown(value), valid()))
-    })
-}
-
-pub fn event_kind_arg(ruby: &Ruby, value: Value) -> Result<EventKind, Error> {
-    one_of(ruby, "kind", value, &EventKind::ALL, EventKind::as_str)
-}
-
-pub fn finding_code_arg(ruby: &Ruby, value: Value) -> Result<FindingCode, Error> {
-    one_of(ruby, "code", value, &FindingCode::ALL, FindingCode::as_str)
-}
-
-/// The commands a batch may hold.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum CommandName {
-    Acquire,
-    Reacquire,
-    Renew,
-    Release,
-    Transfer,
-    Reap,
-}
-
-impl CommandName {
-    const ALL: [Self; 6] = [Self::Acquire, Self::Reacquire, Self::Renew, Self::Release, Self::Transfer, Self::Reap];
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Acquire => "acquire",
-            Self::Reacquire => "reacquire",
-            Self::Renew => "renew",
-            Self::Release => "release",
-            Self::Transfer => "transfer",
-            Self::Reap => "reap",
+    (@all [$($done:ident)*]
+        $(#[$doc:meta])* core $enum:ident(arg $arg:literal $(or $expected:literal)?) {
+            $($variant:ident = $name:literal),+ $(,)?
         }
+        $($rest:tt)*
+    ) => {
+        symbols!(@listed $enum, $arg, symbols!(@expected $($expected)?), $($variant = $name),+);
+        symbols!(@all [$($done)* $enum] $($rest)*);
+    };
+    (@all [$($done:ident)*] $(#[$doc:meta])* core $enum:ident(arg $arg:literal); $($rest:tt)*) => {
+        impl SymbolEnum for $enum {
+            const ALL: &'static [Self] = &$enum::ALL;
+            const ARG: &'static str = $arg;
+            const EXPECTED: Option<&'static str> = None;
+
+            fn name(self) -> &'static str {
+                self.as_str()
+            }
+
+            fn id(self, ruby: &Ruby) -> Id {
+                // One Symbol per entry of the core's `ALL`, in its order.
+                static IDS: OnceLock<Vec<OpaqueId>> = OnceLock::new();
+                let ids = IDS.get_or_init(|| {
+                    $enum::ALL.iter().map(|variant| ruby.intern(variant.as_str()).into()).collect()
+                });
+                let position = $enum::ALL.iter().position(|variant| *variant == self);
+                position
+                    .and_then(|position| ids.get(position))
+                    .map_or_else(|| ruby.intern(self.as_str()), |id| id.into_id_with(ruby))
+            }
+
+        }
+        symbols!(@all [$($done)* $enum] $($rest)*);
+    };
+    (@listed $enum:ident, $arg:literal, $expected:expr, $($variant:ident = $name:literal),+) => {
+        impl SymbolEnum for $enum {
+            const ALL: &'static [Self] = &[$($enum::$variant),+];
+            const ARG: &'static str = $arg;
+            const EXPECTED: Option<&'static str> = $expected;
+
+            fn name(self) -> &'static str {
+                match self {
+                    $($enum::$variant => $name,)+
+                }
+            }
+
+            fn id(self, ruby: &Ruby) -> Id {
+                match self {
+                    $($enum::$variant => {
+                        static ID: LazyId = LazyId::new($name);
+                        LazyId::get_inner_with(&ID, ruby)
+                    })+
+                }
+            }
+
+        }
+    };
+    (@expected) => { None };
+    (@expected $expected:literal) => { Some($expected) };
+    ($($entries:tt)*) => {
+        symbols!(@all [] $($entries)*);
+    };
+}
+
+symbols! {
+    /// A decision's status (`Decision#status`), in the order a lease goes through them (`Decision.statuses`).
+    enum Status(arg "status") {
+        Granted = "granted",
+        Renewed = "renewed",
+        Transferred = "transferred",
+        Released = "released",
+        Reaped = "reaped",
+        Rejected = "rejected",
     }
-}
 
-pub fn command_arg(ruby: &Ruby, value: Value) -> Result<CommandName, Error> {
-    one_of(ruby, "command", value, &CommandName::ALL, CommandName::as_str)
-}
+    /// Why a request was refused (`Decision#reason`, `REASONS`).
+    core Rejection(arg "reason");
 
-pub fn certificate_status(ruby: &Ruby, status: CertificateStatus) -> StaticSymbol {
-    symbol(
-        ruby,
-        match status {
-            CertificateStatus::Certified => &CERTIFIED,
-            CertificateStatus::NoMembers => &NO_MEMBERS,
-            CertificateStatus::NoVotes => &NO_VOTES,
-            // The same name as the rejection it leads to.
-            CertificateStatus::NoQuorum => &NO_QUORUM,
-            CertificateStatus::Split => &SPLIT,
-        },
-    )
-}
+    /// `Authority.new(clock_policy:)` and `Table.new(clock_policy:)`.
+    core ClockPolicy(arg "clock_policy" or ":reject or :clamp") {
+        Reject = "reject",
+        Clamp = "clamp",
+    }
 
-pub fn certificate_status_arg(ruby: &Ruby, value: Value) -> Result<CertificateStatus, Error> {
-    one_of(ruby, "status", value, &CertificateStatus::ALL, CertificateStatus::as_str)
-}
+    /// `Holder#state`.
+    core HolderState(arg "state") {
+        Confirmed = "confirmed",
+        Unconfirmed = "unconfirmed",
+        AtRisk = "at_risk",
+        Expired = "expired",
+        Fenced = "fenced",
+    }
 
-pub fn scenario(ruby: &Ruby, scenario: Scenario) -> StaticSymbol {
-    symbol(
-        ruby,
-        match scenario {
-            Scenario::Contention => &CONTENTION,
-            Scenario::Failover => &FAILOVER,
-        },
-    )
-}
+    /// `Event#kind` (`Event.kinds`).
+    core EventKind(arg "kind");
 
-pub fn scenario_arg(ruby: &Ruby, value: Value) -> Result<Scenario, Error> {
-    one_of(ruby, "scenario", value, &Scenario::ALL, Scenario::as_str)
-}
+    /// `AuditReport::Finding#code` (`AuditReport.codes`).
+    core FindingCode(arg "code");
 
-pub fn fence_mode(ruby: &Ruby, mode: FenceMode) -> StaticSymbol {
-    symbol(
-        ruby,
-        match mode {
-            FenceMode::Enforced => &ENFORCED,
-            FenceMode::Disabled => &DISABLED,
-        },
-    )
-}
+    /// The commands `Table#apply_batch` takes (`:command`).
+    enum CommandName(arg "command") {
+        Acquire = "acquire",
+        Reacquire = "reacquire",
+        Renew = "renew",
+        Release = "release",
+        Transfer = "transfer",
+        Reap = "reap",
+    }
 
-pub fn fence_mode_arg(ruby: &Ruby, value: Value) -> Result<FenceMode, Error> {
-    one_of(ruby, "fence", value, &FenceMode::ALL, FenceMode::as_str)
+    /// `QuorumCertificate#status`.
+    core CertificateStatus(arg "status");
+
+    /// `SimulationConfig#scenario`.
+    core Scenario(arg "scenario");
+
+    /// `SimulationConfig#fence`.
+    core FenceMode(arg "fence");
 }

@@ -1,42 +1,36 @@
-//! `LeaseMachines::Table`: leases on many named resources, as a mutable Ruby object; and `LeaseMachines::FenceGuard`.
+//! `LeaseMachines::Table`: leases on many named resources, as a mutable Ruby object.
 //!
 //! Every argument is converted and checked before the table is touched, so a call that raises changes nothing.
-//! Decisions come back as `[status, lease, reason]`, the lease as the `TableLease` array of `records`.
+//! Decisions come back as frozen `LeaseMachines::Decision`s, their leases `TableLease`s (see `records`).
 
-use std::cell::{Ref, RefCell, RefMut};
+use std::cell::RefCell;
 
 use lease_machines::json::Json;
 use lease_machines::{
-    Command, FenceGuard, FencedWrite, FencingToken, LeaseTable, OwnerId, QuorumCertificate, TableCheckpoint,
-    TableDecision, TimedCommand,
+    ClockPolicy, Command, FencingToken, LeaseTable, OwnerId, QuorumCertificate, TableCheckpoint, TableDecision,
+    TimedCommand,
 };
-use magnus::{
-    prelude::*, typed_data::Obj, value::ReprValue, Error, IntoValue, RArray, RModule, RString, Ruby, StaticSymbol,
-    Value,
-};
+use magnus::{prelude::*, typed_data::Obj, Error, IntoValue, RArray, RHash, RModule, RString, Ruby, Value};
 
 use crate::convert::{
-    issued_token_arg, never_current, on_grid, owner_arg, seconds, seconds_arg, shown, token_arg, u64_arg,
+    borrowed, never_current, on_grid, optional, owner_arg, resource_arg, seconds, seconds_arg, token_arg, u64_arg,
+    usize_arg, Borrowed,
 };
-use crate::data::{DECISION, TABLE_LEASE};
-use crate::records::{self, frozen, resource_arg};
-use crate::symbols::{self, CommandName, Status};
+use crate::data::{self, BatchMembers, ReapingMembers, BATCH, DECISION, REAPING, TABLE_LEASE};
+use crate::json;
+use crate::records;
+use crate::symbols::{CommandName, Status, SymbolEnum};
 
 #[magnus::wrap(class = "LeaseMachines::Table", free_immediately, size)]
 pub struct RbTable(RefCell<LeaseTable<String>>);
 
+borrowed!(RbTable, LeaseTable<String>, "LeaseMachines::Table");
+
 /// A table as the gem makes it: its computed deadlines on the Float grid (see `convert`), so every `expires_at`
 /// Ruby sees is exactly the instant the table enforces.
 fn configured(table: LeaseTable<String>, clock_policy: Value, ruby: &Ruby) -> Result<LeaseTable<String>, Error> {
-    let policy = symbols::clock_policy_arg(ruby, clock_policy)?;
+    let policy = ClockPolicy::arg(ruby, clock_policy)?;
     Ok(table.with_clock_policy(policy).with_deadline_rounding(on_grid))
-}
-
-fn capacity_arg(ruby: &Ruby, value: Value) -> Result<usize, Error> {
-    let capacity = u64_arg(ruby, "event_capacity", value)?;
-    usize::try_from(capacity).map_err(|_| {
-        Error::new(ruby.exception_range_error(), format!("event_capacity is too large, got {}", shown(value)))
-    })
 }
 
 /// A token as presented, with 0 (never issued) standing for a token that is never the resource's current one.
@@ -54,23 +48,20 @@ fn answer(ruby: &Ruby, decision: &TableDecision<String>) -> Result<Value, Error>
         TableDecision::Reaped => (Status::Reaped, None),
         TableDecision::Rejected(_) => (Status::Rejected, None),
     };
-    let lease = match lease {
-        Some(lease) => records::table_lease(ruby, lease)?,
-        None => ruby.qnil().as_value(),
-    };
-    let reason = decision.rejection().map(|reason| symbols::reason(ruby, reason));
-    DECISION.build(ruby, [symbols::status(ruby, status).as_value(), lease, reason.into_value_with(ruby)])
+    let lease = lease.map(|lease| (&TABLE_LEASE, records::table_lease_members(ruby, lease)));
+    let reason = decision.rejection().map(|reason| reason.symbol(ruby)).into_value_with(ruby);
+    data::decision(ruby, status.symbol(ruby).as_value(), lease, reason)
 }
 
 impl RbTable {
     fn new(ruby: &Ruby, clock_policy: Value, event_capacity: Value) -> Result<Self, Error> {
-        let capacity = capacity_arg(ruby, event_capacity)?;
+        let capacity = usize_arg(ruby, "event_capacity", event_capacity)?;
         Ok(Self(RefCell::new(configured(LeaseTable::with_event_capacity(capacity), clock_policy, ruby)?)))
     }
 
     fn from_json(ruby: &Ruby, text: RString, clock_policy: Value, event_capacity: Value) -> Result<Self, Error> {
-        let capacity = capacity_arg(ruby, event_capacity)?;
-        let checkpoint: TableCheckpoint<String> = records::read(ruby, text)?;
+        let capacity = usize_arg(ruby, "event_capacity", event_capacity)?;
+        let checkpoint: TableCheckpoint<String> = json::read(ruby, text)?;
         let table = LeaseTable::with_event_capacity(capacity).restored(checkpoint);
         Ok(Self(RefCell::new(configured(table, clock_policy, ruby)?)))
     }
@@ -105,11 +96,7 @@ impl RbTable {
         let resource = resource_arg(ruby, resource)?;
         let owner = owner_arg(ruby, owner)?;
         let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
-        let expected = if expected_revision.is_nil() {
-            None
-        } else {
-            Some(u64_arg(ruby, "expected_revision", expected_revision)?)
-        };
+        let expected = optional(expected_revision, |expected| u64_arg(ruby, "expected_revision", expected))?;
         Self::decide(ruby, rb_self, |table| match expected {
             Some(expected) => table.acquire_at_revision(&resource, owner, expected, now, ttl),
             None => table.acquire(&resource, owner, now, ttl),
@@ -211,34 +198,39 @@ impl RbTable {
         Self::decide(ruby, rb_self, |table| table.acquire_leadership(&resource, &certificate, owner, now, ttl))
     }
 
-    /// `[leases, reason]`: the leases reaped, or `[[], :clock_regressed]`.
-    fn reap_expired(ruby: &Ruby, rb_self: Obj<Self>, now: Value) -> Result<(RArray, Option<StaticSymbol>), Error> {
+    /// A frozen `LeaseMachines::Reaping`: the leases reaped, or none and `:clock_regressed`.
+    fn reap_expired(ruby: &Ruby, rb_self: Obj<Self>, now: Value) -> Result<Value, Error> {
         let now = seconds_arg(ruby, "now", now)?;
         rb_self.check_frozen()?;
+        REAPING.class(ruby)?;
         TABLE_LEASE.class(ruby)?;
         let reaped = rb_self.borrowed_mut(ruby)?.reap_expired(now);
-        Ok(match reaped {
-            Ok(leases) => {
-                let reaped = ruby.ary_new_capa(leases.len());
-                for lease in &leases {
-                    reaped.push(records::table_lease(ruby, lease)?)?;
+        let leases = ruby.ary_new();
+        let reason = match reaped {
+            Ok(reaped) => {
+                for lease in &reaped {
+                    leases.push(records::table_lease(ruby, lease)?)?;
                 }
-                (reaped, None)
+                ruby.qnil().as_value()
             }
-            Err(reason) => (ruby.ary_new(), Some(symbols::reason(ruby, reason))),
-        })
+            Err(reason) => reason.symbol(ruby).as_value(),
+        };
+        leases.freeze();
+        REAPING.build(ruby, ReapingMembers { leases: leases.as_value(), reason })
     }
 
-    /// Converts every command first (a bad one raises before any is applied), then applies them in order.
-    fn apply_batch(ruby: &Ruby, rb_self: Obj<Self>, commands: RArray) -> Result<(RArray, usize, usize), Error> {
+    /// Converts every command first (a bad one raises before any is applied), then applies them in order; a
+    /// frozen `LeaseMachines::Batch`.
+    fn apply_batch(ruby: &Ruby, rb_self: Obj<Self>, commands: RArray) -> Result<Value, Error> {
         let mut timed = Vec::with_capacity(commands.len());
         for index in 0..commands.len() {
-            let fields: RArray = commands.entry(index as isize)?;
-            timed.push(command(ruby, fields)?);
+            let entry: RHash = commands.entry(index as isize)?;
+            timed.push(command(ruby, entry)?);
         }
         rb_self.check_frozen()?;
         DECISION.class(ruby)?;
         TABLE_LEASE.class(ruby)?;
+        BATCH.class(ruby)?;
         let result: Vec<TableDecision<String>> = {
             let mut table = rb_self.borrowed_mut(ruby)?;
             timed
@@ -257,7 +249,15 @@ impl RbTable {
         for decision in &result {
             decisions.push(answer(ruby, decision)?)?;
         }
-        Ok((decisions, accepted, result.len().saturating_sub(accepted)))
+        decisions.freeze();
+        BATCH.build(
+            ruby,
+            BatchMembers {
+                decisions: decisions.as_value(),
+                accepted: accepted.into_value_with(ruby),
+                rejected: result.len().saturating_sub(accepted).into_value_with(ruby),
+            },
+        )
     }
 
     fn lease(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<Value>, Error> {
@@ -289,13 +289,12 @@ impl RbTable {
         Ok(seconds(rb_self.borrowed(ruby)?.observed()))
     }
 
-    fn clock_policy(ruby: &Ruby, rb_self: &Self) -> Result<StaticSymbol, Error> {
-        Ok(symbols::clock_policy(ruby, rb_self.borrowed(ruby)?.clock_policy()))
+    fn clock_policy(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
+        Ok(rb_self.borrowed(ruby)?.clock_policy().symbol(ruby).as_value())
     }
 
-    fn events(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
-        let table = rb_self.borrowed(ruby)?;
-        Ok(ruby.ary_from_iter(table.events().map(|event| records::event(ruby, event))))
+    fn events(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
+        records::events(ruby, rb_self.borrowed(ruby)?.events())
     }
 
     fn dropped_events(ruby: &Ruby, rb_self: &Self) -> Result<u64, Error> {
@@ -306,7 +305,7 @@ impl RbTable {
         Ok(rb_self.borrowed(ruby)?.sink().capacity())
     }
 
-    fn metrics(ruby: &Ruby, rb_self: &Self, now: Value) -> Result<RArray, Error> {
+    fn metrics(ruby: &Ruby, rb_self: &Self, now: Value) -> Result<Value, Error> {
         let now = seconds_arg(ruby, "now", now)?;
         let metrics = rb_self.borrowed(ruby)?.metrics(now);
         records::metrics(ruby, &metrics)
@@ -322,29 +321,29 @@ impl RbTable {
             "#<LeaseMachines::Table resources={} observed={} clock_policy={}>",
             table.len(),
             ruby.float_from_f64(seconds(table.observed())).inspect(),
-            symbols::clock_policy(ruby, table.clock_policy()).inspect()
+            table.clock_policy().symbol(ruby).inspect()
         ))
     }
 }
 
-/// One batch entry, `[command, resource, now, owner, token, new_owner, ttl, expected_revision]` (fields a command
-/// does not use are ignored), and whether it presented token 0, which is resolved against the table when it runs.
-fn command(ruby: &Ruby, fields: RArray) -> Result<(TimedCommand<String>, bool), Error> {
-    let field = |index: isize| fields.entry::<Value>(index);
-    let name = symbols::command_arg(ruby, field(0)?)?;
-    let resource = resource_arg(ruby, field(1)?)?;
-    let at = seconds_arg(ruby, "now", field(2)?)?;
-    let owner = || owner_arg(ruby, field(3)?);
-    let ttl = || seconds_arg(ruby, "ttl", field(6)?);
+/// One batch entry, a Hash with `:command` and the keywords of the method of that name (the Ruby layer checked that
+/// it has the ones its command needs; keys a command does not use are ignored), and whether it presented token 0,
+/// which is resolved against the table when it runs.
+fn command(ruby: &Ruby, entry: RHash) -> Result<(TimedCommand<String>, bool), Error> {
+    let field = |key: &str| entry.get(ruby.to_symbol(key)).unwrap_or_else(|| ruby.qnil().as_value());
+    let name = CommandName::arg(ruby, field("command"))?;
+    let resource = resource_arg(ruby, field("resource"))?;
+    let at = seconds_arg(ruby, "now", field("now"))?;
+    let owner = || owner_arg(ruby, field("owner"));
+    let ttl = || seconds_arg(ruby, "ttl", field("ttl"));
     let needs_token = matches!(name, CommandName::Renew | CommandName::Release | CommandName::Transfer);
-    let presented = if needs_token { token_arg(ruby, "token", field(4)?)? } else { None };
+    let presented = if needs_token { token_arg(ruby, "token", field("token"))? } else { None };
     let zero_token = needs_token && presented.is_none();
     let token = presented.unwrap_or(FencingToken::FIRST);
     let command = match name {
         CommandName::Acquire => {
-            let expected = field(7)?;
             let expected_revision =
-                if expected.is_nil() { None } else { Some(u64_arg(ruby, "expected_revision", expected)?) };
+                optional(field("expected_revision"), |expected| u64_arg(ruby, "expected_revision", expected))?;
             Command::Acquire { resource, owner: owner()?, ttl: ttl()?, expected_revision }
         }
         CommandName::Reacquire => Command::Reacquire { resource, owner: owner()?, ttl: ttl()? },
@@ -354,7 +353,7 @@ fn command(ruby: &Ruby, fields: RArray) -> Result<(TimedCommand<String>, bool), 
             resource,
             owner: owner()?,
             token,
-            new_owner: u64_arg(ruby, "new_owner", field(5)?).map(OwnerId::new)?,
+            new_owner: u64_arg(ruby, "new_owner", field("new_owner")).map(OwnerId::new)?,
             ttl: ttl()?,
         },
         CommandName::Reap => Command::Reap { resource },
@@ -368,135 +367,31 @@ fn set_token(command: &mut Command<String>, presented: FencingToken) {
     }
 }
 
-#[magnus::wrap(class = "LeaseMachines::FenceGuard", free_immediately, size)]
-pub struct RbFenceGuard(RefCell<FenceGuard<String>>);
-
-impl RbFenceGuard {
-    /// From `[[resource, token, owner], ...]` marks.
-    fn new(ruby: &Ruby, marks: RArray) -> Result<Self, Error> {
-        let mut parsed = Vec::with_capacity(marks.len());
-        for index in 0..marks.len() {
-            let mark: RArray = marks.entry(index as isize)?;
-            parsed.push(lease_machines::FenceMark {
-                resource: resource_arg(ruby, mark.entry(0)?)?,
-                token: issued_token_arg(ruby, "token", mark.entry(1)?)?,
-                owner: owner_arg(ruby, mark.entry(2)?)?,
-            });
-        }
-        let guard = FenceGuard::from_marks(parsed).map_err(|resource| {
-            Error::new(ruby.exception_arg_error(), format!("two marks for resource {resource:?}"))
-        })?;
-        Ok(Self(RefCell::new(guard)))
-    }
-
-    fn from_json(ruby: &Ruby, text: RString) -> Result<Self, Error> {
-        let guard: FenceGuard<String> = records::read(ruby, text)?;
-        Ok(Self(RefCell::new(guard)))
-    }
-
-    /// `check(resource, owner, token)`: true iff the token is at least the resource's mark (token 0: never).
-    fn check(ruby: &Ruby, rb_self: Obj<Self>, resource: Value, owner: Value, token: Value) -> Result<bool, Error> {
-        let resource = resource_arg(ruby, resource)?;
-        let owner = owner_arg(ruby, owner)?;
-        let token = token_arg(ruby, "token", token)?;
-        rb_self.check_frozen()?;
-        let mut guard = rb_self.borrowed_mut(ruby)?;
-        Ok(token.is_some_and(|token| guard.check(&FencedWrite::new(resource, owner, token, ()))))
-    }
-
-    fn highest(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<u64>, Error> {
-        let resource = resource_arg(ruby, resource)?;
-        Ok(rb_self.borrowed(ruby)?.highest(&resource).map(FencingToken::value))
-    }
-
-    fn marks(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
-        let guard = rb_self.borrowed(ruby)?;
-        Ok(ruby.ary_from_iter(guard.marks().map(|mark| {
-            let values: [Value; 3] = [
-                frozen(ruby, &mark.resource).as_value(),
-                magnus::IntoValue::into_value_with(mark.token.value(), ruby),
-                magnus::IntoValue::into_value_with(mark.owner.value(), ruby),
-            ];
-            ruby.ary_new_from_values(&values)
-        })))
-    }
-
-    fn to_json(ruby: &Ruby, rb_self: &Self) -> Result<RString, Error> {
-        Ok(ruby.str_new(&rb_self.borrowed(ruby)?.to_json()))
-    }
-}
-
-/// The state behind a Ruby object, borrowed; a re-entrant call (from a callback inside a conversion) is a
-/// `RuntimeError`, never a panic.
-trait Borrowed {
-    type State;
-    const CLASS: &'static str;
-    fn cell(&self) -> &RefCell<Self::State>;
-
-    fn busy(ruby: &Ruby) -> Error {
-        Error::new(ruby.exception_runtime_error(), format!("{} is busy", Self::CLASS))
-    }
-
-    fn borrowed(&self, ruby: &Ruby) -> Result<Ref<'_, Self::State>, Error> {
-        self.cell().try_borrow().map_err(|_| Self::busy(ruby))
-    }
-
-    fn borrowed_mut(&self, ruby: &Ruby) -> Result<RefMut<'_, Self::State>, Error> {
-        self.cell().try_borrow_mut().map_err(|_| Self::busy(ruby))
-    }
-}
-
-impl Borrowed for RbTable {
-    type State = LeaseTable<String>;
-    const CLASS: &'static str = "LeaseMachines::Table";
-    fn cell(&self) -> &RefCell<Self::State> {
-        &self.0
-    }
-}
-
-impl Borrowed for RbFenceGuard {
-    type State = FenceGuard<String>;
-    const CLASS: &'static str = "LeaseMachines::FenceGuard";
-    fn cell(&self) -> &RefCell<Self::State> {
-        &self.0
-    }
-}
-
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let class = module.define_class("Table", ruby.class_object())?;
-    class.undef_default_alloc_func();
-    class.define_singleton_method("_new", magnus::function!(RbTable::new, 2))?;
-    class.define_singleton_method("_from_json", magnus::function!(RbTable::from_json, 3))?;
-    class.define_method("_acquire", magnus::method!(RbTable::acquire, 5))?;
-    class.define_method("_reacquire", magnus::method!(RbTable::reacquire, 4))?;
-    class.define_method("_renew", magnus::method!(RbTable::renew, 5))?;
-    class.define_method("_release", magnus::method!(RbTable::release, 4))?;
-    class.define_method("_transfer", magnus::method!(RbTable::transfer, 6))?;
-    class.define_method("_reap", magnus::method!(RbTable::reap, 2))?;
-    class.define_method("_acquire_leadership", magnus::method!(RbTable::acquire_leadership, 5))?;
-    class.define_method("_reap_expired", magnus::method!(RbTable::reap_expired, 1))?;
-    class.define_method("_apply_batch", magnus::method!(RbTable::apply_batch, 1))?;
-    class.define_method("_lease", magnus::method!(RbTable::lease, 1))?;
-    class.define_method("_revision", magnus::method!(RbTable::revision, 1))?;
-    class.define_method("_last_issued", magnus::method!(RbTable::last_issued, 1))?;
-    class.define_method("_term", magnus::method!(RbTable::term, 1))?;
+    let (class, singleton) = crate::wrapped_class(ruby, module, "Table")?;
+    singleton.define_private_method("_new", magnus::function!(RbTable::new, 2))?;
+    singleton.define_private_method("_from_json", magnus::function!(RbTable::from_json, 3))?;
+    class.define_private_method("_acquire", magnus::method!(RbTable::acquire, 5))?;
+    class.define_private_method("_reacquire", magnus::method!(RbTable::reacquire, 4))?;
+    class.define_private_method("_renew", magnus::method!(RbTable::renew, 5))?;
+    class.define_private_method("_release", magnus::method!(RbTable::release, 4))?;
+    class.define_private_method("_transfer", magnus::method!(RbTable::transfer, 6))?;
+    class.define_private_method("_reap", magnus::method!(RbTable::reap, 2))?;
+    class.define_private_method("_acquire_leadership", magnus::method!(RbTable::acquire_leadership, 5))?;
+    class.define_private_method("_reap_expired", magnus::method!(RbTable::reap_expired, 1))?;
+    class.define_private_method("_apply_batch", magnus::method!(RbTable::apply_batch, 1))?;
+    class.define_private_method("_lease", magnus::method!(RbTable::lease, 1))?;
+    class.define_private_method("_revision", magnus::method!(RbTable::revision, 1))?;
+    class.define_private_method("_last_issued", magnus::method!(RbTable::last_issued, 1))?;
+    class.define_private_method("_term", magnus::method!(RbTable::term, 1))?;
     class.define_method("size", magnus::method!(RbTable::size, 0))?;
     class.define_method("observed", magnus::method!(RbTable::observed, 0))?;
     class.define_method("clock_policy", magnus::method!(RbTable::clock_policy, 0))?;
-    class.define_method("_events", magnus::method!(RbTable::events, 0))?;
+    class.define_private_method("_events", magnus::method!(RbTable::events, 0))?;
     class.define_method("dropped_events", magnus::method!(RbTable::dropped_events, 0))?;
     class.define_method("event_capacity", magnus::method!(RbTable::event_capacity, 0))?;
-    class.define_method("_metrics", magnus::method!(RbTable::metrics, 1))?;
-    class.define_method("_to_json", magnus::method!(RbTable::to_json, 0))?;
+    class.define_private_method("_metrics", magnus::method!(RbTable::metrics, 1))?;
+    class.define_private_method("_to_json", magnus::method!(RbTable::to_json, 0))?;
     class.define_method("inspect", magnus::method!(RbTable::inspect, 0))?;
-
-    let guard = module.define_class("FenceGuard", ruby.class_object())?;
-    guard.undef_default_alloc_func();
-    guard.define_singleton_method("_new", magnus::function!(RbFenceGuard::new, 1))?;
-    guard.define_singleton_method("_from_json", magnus::function!(RbFenceGuard::from_json, 1))?;
-    guard.define_method("_check", magnus::method!(RbFenceGuard::check, 3))?;
-    guard.define_method("_highest", magnus::method!(RbFenceGuard::highest, 1))?;
-    guard.define_method("_marks", magnus::method!(RbFenceGuard::marks, 0))?;
-    guard.define_method("_to_json", magnus::method!(RbFenceGuard::to_json, 0))?;
     Ok(())
 }

@@ -1,338 +1,184 @@
-//! Immutable values: `Lease`, `Checkpoint`, `Cadence`. Frozen at birth, compared by value, shareable across Ractors.
+//! `Lease`, `Checkpoint`, `Cadence`: the `Data` classes of `lib/lease_machines/{lease,checkpoint,cadence}.rb`,
+//! built from the core's values, read back into them, and checked when Ruby builds one.
+//!
+//! Their `#initialize` (called by `new` and `with`) is defined here: it converts and checks every member as the
+//! core requires, raising the exception each input rule names (see `convert`), and stores the members as the
+//! extension itself would build them (times as Floats). Values the extension builds skip it: they are valid by
+//! construction.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
-
+use lease_machines::json::Json;
 use lease_machines::{Cadence, Checkpoint, Lease};
-use magnus::{
-    prelude::*, typed_data::Obj, value::ReprValue, Error, IntoValue, RArray, RClass, RHash, RModule, Ruby, TryConvert,
-    TypedData, Value,
+use magnus::{prelude::*, Error, IntoValue, RString, Ruby, Value};
+
+use crate::convert::{
+    issued_token_arg, optional_record_arg, optional_token_arg, owner_arg, record_arg, seconds, seconds_arg,
 };
+use crate::data::{CadenceMembers, CheckpointMembers, LeaseMembers, CADENCE, CHECKPOINT, LEASE};
+use crate::json;
 
-use crate::convert::{issued_token_arg, optional_token_arg, owner_arg, seconds, seconds_arg, shown};
-
-/// One attribute of a value, as Rust data. Ruby objects are made only at the moment they are handed to Ruby (put
-/// in a Hash, or returned), never kept in Rust memory the GC cannot see.
-pub enum Attribute {
-    Integer(u64),
-    OptionalInteger(Option<u64>),
-    Seconds(f64),
-    Lease(Option<Lease>),
+/// A frozen `LeaseMachines::Lease`.
+pub fn lease(ruby: &Ruby, lease: Lease) -> Result<Value, Error> {
+    LEASE.build(ruby, lease_members(ruby, lease))
 }
 
-impl Attribute {
-    fn into_value(self, ruby: &Ruby) -> Value {
-        match self {
-            Self::Integer(value) => value.into_value_with(ruby),
-            Self::OptionalInteger(value) => value.into_value_with(ruby),
-            Self::Seconds(value) => value.into_value_with(ruby),
-            Self::Lease(value) => value.map(|lease| RbLease::wrap(ruby, lease)).into_value_with(ruby),
-        }
-    }
-
-    fn inspect(&self, ruby: &Ruby) -> String {
-        match self {
-            Self::Integer(value) => value.to_string(),
-            Self::OptionalInteger(None) | Self::Lease(None) => "nil".to_owned(),
-            Self::OptionalInteger(Some(value)) => value.to_string(),
-            Self::Seconds(value) => ruby.float_from_f64(*value).inspect(),
-            Self::Lease(Some(lease)) => inspect_attributes::<RbLease>(ruby, RbLease::attributes_of(lease)),
-        }
+/// The members of a `Lease` (for a record that holds one).
+pub fn lease_members(ruby: &Ruby, lease: Lease) -> LeaseMembers {
+    LeaseMembers {
+        owner: lease.owner().value().into_value_with(ruby),
+        token: lease.token().value().into_value_with(ruby),
+        expires_at: seconds(lease.expires_at()).into_value_with(ruby),
     }
 }
 
-/// What the three value classes share: a Rust value inside, and named attributes outside. `==`, `eql?`, `hash`,
-/// `to_h`, `deconstruct_keys` and `inspect` are written once, below, in terms of these.
-pub trait FrozenValue: TypedData + Sized {
-    /// The core value compared and hashed.
-    type Inner: PartialEq + Hash;
-    /// The Ruby class name, for `inspect`.
-    const CLASS: &'static str;
-
-    fn inner(&self) -> &Self::Inner;
-
-    /// The attributes, in order.
-    fn attributes(&self) -> [(&'static str, Attribute); 3];
+/// The lease a `Lease`'s members describe.
+fn lease_of(ruby: &Ruby, members: LeaseMembers) -> Result<Lease, Error> {
+    let owner = owner_arg(ruby, members.owner)?;
+    let token = issued_token_arg(ruby, "token", members.token)?;
+    let expires_at = seconds_arg(ruby, "expires_at", members.expires_at)?;
+    Ok(Lease::new(owner, token, expires_at))
 }
 
-fn eq<T: FrozenValue>(rb_self: &T, other: Value) -> bool {
-    <&T>::try_convert(other).is_ok_and(|other| other.inner() == rb_self.inner())
+/// `nil` or a `Lease` (`name` in the message).
+pub fn optional_lease_arg(ruby: &Ruby, name: &str, value: Value) -> Result<Option<Lease>, Error> {
+    optional_record_arg(ruby, name, &LEASE, value)?.map(|members| lease_of(ruby, members)).transpose()
 }
 
-/// A Ruby `#hash` from the Rust hash of the value, small enough to be a Fixnum.
-fn hash<T: FrozenValue>(rb_self: &T) -> i64 {
-    let mut hasher = DefaultHasher::new();
-    rb_self.inner().hash(&mut hasher);
-    (hasher.finish() >> 2) as i64
+fn lease_initialize(ruby: &Ruby, rb_self: Value, owner: Value, token: Value, expires_at: Value) -> Result<(), Error> {
+    let lease = lease_of(ruby, LeaseMembers { owner, token, expires_at })?;
+    LEASE.initialize(ruby, rb_self, lease_members(ruby, lease))
 }
 
-fn to_h<T: FrozenValue>(ruby: &Ruby, rb_self: &T) -> Result<RHash, Error> {
-    let hash = ruby.hash_new();
-    for (name, attribute) in rb_self.attributes() {
-        let key = ruby.to_symbol(name);
-        hash.aset(key, attribute.into_value(ruby))?;
-    }
-    Ok(hash)
+fn lease_self(ruby: &Ruby, rb_self: Value) -> Result<Lease, Error> {
+    lease_of(ruby, record_arg(ruby, "self", &LEASE, rb_self)?)
 }
 
-/// For pattern matching: every attribute when `keys` is nil, else the ones asked for.
-fn deconstruct_keys<T: FrozenValue>(ruby: &Ruby, rb_self: &T, keys: Value) -> Result<RHash, Error> {
-    let all = to_h(ruby, rb_self)?;
-    if keys.is_nil() {
-        return Ok(all);
-    }
-    let wanted = ruby.hash_new();
-    for key in RArray::try_convert(keys)?.into_iter() {
-        if let Some(value) = all.get(key) {
-            wanted.aset(key, value)?;
-        }
-    }
-    Ok(wanted)
+fn is_live(ruby: &Ruby, rb_self: Value, now: Value) -> Result<bool, Error> {
+    let now = seconds_arg(ruby, "now", now)?;
+    Ok(lease_self(ruby, rb_self)?.is_live(now))
 }
 
-fn inspect_attributes<T: FrozenValue>(ruby: &Ruby, attributes: [(&'static str, Attribute); 3]) -> String {
-    let shown: Vec<String> =
-        attributes.iter().map(|(name, attribute)| format!("{name}={}", attribute.inspect(ruby))).collect();
-    format!("#<{} {}>", T::CLASS, shown.join(" "))
+fn remaining(ruby: &Ruby, rb_self: Value, now: Value) -> Result<f64, Error> {
+    let now = seconds_arg(ruby, "now", now)?;
+    Ok(seconds(lease_self(ruby, rb_self)?.remaining(now)))
 }
 
-fn inspect<T: FrozenValue>(ruby: &Ruby, rb_self: &T) -> String {
-    inspect_attributes::<T>(ruby, rb_self.attributes())
+/// A frozen `LeaseMachines::Checkpoint`.
+pub fn checkpoint(ruby: &Ruby, checkpoint: &Checkpoint) -> Result<Value, Error> {
+    CHECKPOINT.build(ruby, checkpoint_members(ruby, checkpoint)?)
 }
 
-/// Defines the shared methods of a value class (a macro: `method!` needs a concrete function).
-macro_rules! define_value_methods {
-    ($class:expr, $type:ty) => {{
-        let class: RClass = $class;
-        class.define_method("==", magnus::method!(eq::<$type>, 1))?;
-        class.define_method("eql?", magnus::method!(eq::<$type>, 1))?;
-        class.define_method("hash", magnus::method!(hash::<$type>, 0))?;
-        class.define_method("to_h", magnus::method!(to_h::<$type>, 0))?;
-        class.define_method("deconstruct_keys", magnus::method!(deconstruct_keys::<$type>, 1))?;
-        class.define_method("inspect", magnus::method!(inspect::<$type>, 0))?;
-        class.define_method("to_s", magnus::method!(inspect::<$type>, 0))?;
-        class
-    }};
+fn checkpoint_members(ruby: &Ruby, checkpoint: &Checkpoint) -> Result<CheckpointMembers, Error> {
+    let lease = match checkpoint.lease() {
+        Some(held) => lease(ruby, held)?,
+        None => ruby.qnil().as_value(),
+    };
+    Ok(CheckpointMembers {
+        last_issued: checkpoint.last_issued().map(|token| token.value()).into_value_with(ruby),
+        lease,
+        observed: seconds(checkpoint.observed()).into_value_with(ruby),
+    })
 }
 
-/// `LeaseMachines::Lease`: owner, token and `expires_at` (Float seconds from the history's clock origin).
-#[magnus::wrap(class = "LeaseMachines::Lease", free_immediately, size, frozen_shareable)]
-pub struct RbLease(pub Lease);
+/// The checkpoint a `Checkpoint`'s members describe: an `ArgumentError` for parts no history can produce.
+fn checkpoint_of(ruby: &Ruby, members: CheckpointMembers) -> Result<Checkpoint, Error> {
+    let last_issued = optional_token_arg(ruby, "last_issued", members.last_issued)?;
+    let lease = optional_lease_arg(ruby, "lease", members.lease)?;
+    let observed = seconds_arg(ruby, "observed", members.observed)?;
+    Checkpoint::from_parts(last_issued, lease, observed).ok_or_else(|| {
+        let issued = last_issued.map_or_else(|| "nil".to_owned(), |token| token.value().to_string());
+        let token = lease.map_or(0, |lease| lease.token().value());
+        Error::new(
+            ruby.exception_arg_error(),
+            format!("impossible checkpoint: lease token {token} was never issued (last_issued is {issued})"),
+        )
+    })
+}
 
-impl RbLease {
-    /// A new frozen Ruby `Lease`.
-    pub fn wrap(ruby: &Ruby, lease: Lease) -> Obj<Self> {
-        let object = ruby.obj_wrap(Self(lease));
-        object.freeze();
-        object
-    }
+/// A `Checkpoint` argument (`Authority.restore`).
+pub fn checkpoint_arg(ruby: &Ruby, value: Value) -> Result<Checkpoint, Error> {
+    checkpoint_of(ruby, record_arg(ruby, "checkpoint", &CHECKPOINT, value)?)
+}
 
-    fn new(ruby: &Ruby, owner: Value, token: Value, expires_at: Value) -> Result<Obj<Self>, Error> {
-        let owner = owner_arg(ruby, owner)?;
-        let token = issued_token_arg(ruby, "token", token)?;
-        let expires_at = seconds_arg(ruby, "expires_at", expires_at)?;
-        Ok(Self::wrap(ruby, Lease::new(owner, token, expires_at)))
-    }
+fn checkpoint_initialize(
+    ruby: &Ruby,
+    rb_self: Value,
+    last_issued: Value,
+    lease: Value,
+    observed: Value,
+) -> Result<(), Error> {
+    let checkpoint = checkpoint_of(ruby, CheckpointMembers { last_issued, lease, observed })?;
+    CHECKPOINT.initialize(ruby, rb_self, checkpoint_members(ruby, &checkpoint)?)
+}
 
-    fn owner(&self) -> u64 {
-        self.0.owner().value()
-    }
+fn checkpoint_to_json(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
+    Ok(checkpoint_arg(ruby, rb_self)?.to_json())
+}
 
-    fn token(&self) -> u64 {
-        self.0.token().value()
-    }
+fn checkpoint_from_json(ruby: &Ruby, text: RString) -> Result<Value, Error> {
+    checkpoint(ruby, &json::read::<Checkpoint>(ruby, text)?)
+}
 
-    fn expires_at(&self) -> f64 {
-        seconds(self.0.expires_at())
-    }
+/// A frozen `LeaseMachines::Cadence`.
+pub fn cadence(ruby: &Ruby, cadence: Cadence) -> Result<Value, Error> {
+    CADENCE.build(ruby, cadence_members(ruby, cadence))
+}
 
-    fn is_live(ruby: &Ruby, rb_self: &Self, now: Value) -> Result<bool, Error> {
-        Ok(rb_self.0.is_live(seconds_arg(ruby, "now", now)?))
-    }
-
-    fn remaining(ruby: &Ruby, rb_self: &Self, now: Value) -> Result<f64, Error> {
-        Ok(seconds(rb_self.0.remaining(seconds_arg(ruby, "now", now)?)))
+fn cadence_members(ruby: &Ruby, cadence: Cadence) -> CadenceMembers {
+    CadenceMembers {
+        ttl: seconds(cadence.ttl()).into_value_with(ruby),
+        renew_every: seconds(cadence.renew_every()).into_value_with(ruby),
+        warn_before: seconds(cadence.warn_before()).into_value_with(ruby),
     }
 }
 
-/// `LeaseMachines::Checkpoint`: the whole state of an authority, for storage and `Authority.restore`.
-#[magnus::wrap(class = "LeaseMachines::Checkpoint", free_immediately, size, frozen_shareable)]
-pub struct RbCheckpoint(pub Checkpoint);
-
-impl RbCheckpoint {
-    pub fn wrap(ruby: &Ruby, checkpoint: Checkpoint) -> Obj<Self> {
-        let object = ruby.obj_wrap(Self(checkpoint));
-        object.freeze();
-        object
-    }
-
-    fn new(ruby: &Ruby, last_issued: Value, lease: Value, observed: Value) -> Result<Obj<Self>, Error> {
-        let last_issued = optional_token_arg(ruby, "last_issued", last_issued)?;
-        let lease = if lease.is_nil() {
-            None
-        } else {
-            Some(
-                <&RbLease>::try_convert(lease)
-                    .map_err(|_| {
-                        Error::new(
-                            ruby.exception_type_error(),
-                            format!("lease must be a LeaseMachines::Lease or nil, got {}", shown(lease)),
-                        )
-                    })?
-                    .0,
-            )
-        };
-        let observed = seconds_arg(ruby, "observed", observed)?;
-        let checkpoint = Checkpoint::from_parts(last_issued, lease, observed).ok_or_else(|| {
-            let issued = last_issued.map_or_else(|| "nil".to_owned(), |token| token.value().to_string());
-            let token = lease.map_or(0, |lease| lease.token().value());
-            Error::new(
-                ruby.exception_arg_error(),
-                format!("impossible checkpoint: lease token {token} was never issued (last_issued is {issued})"),
-            )
-        })?;
-        Ok(Self::wrap(ruby, checkpoint))
-    }
-
-    fn last_issued(&self) -> Option<u64> {
-        self.0.last_issued().map(|token| token.value())
-    }
-
-    fn lease(ruby: &Ruby, rb_self: &Self) -> Option<Obj<RbLease>> {
-        rb_self.0.lease().map(|lease| RbLease::wrap(ruby, lease))
-    }
-
-    fn observed(&self) -> f64 {
-        seconds(self.0.observed())
-    }
+/// The cadence a `Cadence`'s members describe: an `ArgumentError` unless 0 < renew_every < ttl and
+/// warn_before < ttl.
+fn cadence_of(ruby: &Ruby, members: CadenceMembers) -> Result<Cadence, Error> {
+    let ttl = seconds_arg(ruby, "ttl", members.ttl)?;
+    let renew_every = seconds_arg(ruby, "renew_every", members.renew_every)?;
+    let warn_before = seconds_arg(ruby, "warn_before", members.warn_before)?;
+    Cadence::new(ttl, renew_every, warn_before).ok_or_else(|| {
+        Error::new(
+            ruby.exception_arg_error(),
+            format!(
+                "a cadence needs 0 < renew_every < ttl and warn_before < ttl, got ttl={:?} renew_every={:?} \
+                 warn_before={:?}",
+                seconds(ttl),
+                seconds(renew_every),
+                seconds(warn_before)
+            ),
+        )
+    })
 }
 
-/// `LeaseMachines::Cadence`: a holder's TTL, renewal interval and warning margin, in Float seconds.
-#[magnus::wrap(class = "LeaseMachines::Cadence", free_immediately, size, frozen_shareable)]
-pub struct RbCadence(pub Cadence);
-
-impl RbCadence {
-    pub fn wrap(ruby: &Ruby, cadence: Cadence) -> Obj<Self> {
-        let object = ruby.obj_wrap(Self(cadence));
-        object.freeze();
-        object
-    }
-
-    fn new(ruby: &Ruby, ttl: Value, renew_every: Value, warn_before: Value) -> Result<Obj<Self>, Error> {
-        let ttl_seconds = seconds_arg(ruby, "ttl", ttl)?;
-        let renew_seconds = seconds_arg(ruby, "renew_every", renew_every)?;
-        let warn_seconds = seconds_arg(ruby, "warn_before", warn_before)?;
-        let cadence = Cadence::new(ttl_seconds, renew_seconds, warn_seconds).ok_or_else(|| {
-            Error::new(
-                ruby.exception_arg_error(),
-                format!(
-                    "a cadence needs 0 < renew_every < ttl and warn_before < ttl, got ttl={:?} renew_every={:?} \
-                     warn_before={:?}",
-                    seconds(ttl_seconds),
-                    seconds(renew_seconds),
-                    seconds(warn_seconds)
-                ),
-            )
-        })?;
-        Ok(Self::wrap(ruby, cadence))
-    }
-
-    fn ttl(&self) -> f64 {
-        seconds(self.0.ttl())
-    }
-
-    fn renew_every(&self) -> f64 {
-        seconds(self.0.renew_every())
-    }
-
-    fn warn_before(&self) -> f64 {
-        seconds(self.0.warn_before())
-    }
+/// A `Cadence` argument (`Holder.new`).
+pub fn cadence_arg(ruby: &Ruby, value: Value) -> Result<Cadence, Error> {
+    cadence_of(ruby, record_arg(ruby, "cadence", &CADENCE, value)?)
 }
 
-pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let lease = define_value_methods!(module.define_class("Lease", ruby.class_object())?, RbLease);
-    lease.undef_default_alloc_func();
-    lease.define_singleton_method("_new", magnus::function!(RbLease::new, 3))?;
-    lease.define_method("owner", magnus::method!(RbLease::owner, 0))?;
-    lease.define_method("token", magnus::method!(RbLease::token, 0))?;
-    lease.define_method("expires_at", magnus::method!(RbLease::expires_at, 0))?;
-    lease.define_method("live?", magnus::method!(RbLease::is_live, 1))?;
-    lease.define_method("remaining", magnus::method!(RbLease::remaining, 1))?;
+fn cadence_initialize(
+    ruby: &Ruby,
+    rb_self: Value,
+    ttl: Value,
+    renew_every: Value,
+    warn_before: Value,
+) -> Result<(), Error> {
+    let cadence = cadence_of(ruby, CadenceMembers { ttl, renew_every, warn_before })?;
+    CADENCE.initialize(ruby, rb_self, cadence_members(ruby, cadence))
+}
 
-    let checkpoint = define_value_methods!(module.define_class("Checkpoint", ruby.class_object())?, RbCheckpoint);
-    checkpoint.undef_default_alloc_func();
-    checkpoint.define_singleton_method("_new", magnus::function!(RbCheckpoint::new, 3))?;
-    checkpoint.define_method("last_issued", magnus::method!(RbCheckpoint::last_issued, 0))?;
-    checkpoint.define_method("lease", magnus::method!(RbCheckpoint::lease, 0))?;
-    checkpoint.define_method("observed", magnus::method!(RbCheckpoint::observed, 0))?;
+pub fn define(ruby: &Ruby) -> Result<(), Error> {
+    let lease = LEASE.class(ruby)?;
+    lease.define_private_method("_initialize", magnus::method!(lease_initialize, 3))?;
+    lease.define_private_method("_live", magnus::method!(is_live, 1))?;
+    lease.define_private_method("_remaining", magnus::method!(remaining, 1))?;
 
-    let cadence = define_value_methods!(module.define_class("Cadence", ruby.class_object())?, RbCadence);
-    cadence.undef_default_alloc_func();
-    cadence.define_singleton_method("_new", magnus::function!(RbCadence::new, 3))?;
-    cadence.define_method("ttl", magnus::method!(RbCadence::ttl, 0))?;
-    cadence.define_method("renew_every", magnus::method!(RbCadence::renew_every, 0))?;
-    cadence.define_method("warn_before", magnus::method!(RbCadence::warn_before, 0))?;
+    let checkpoint = CHECKPOINT.class(ruby)?;
+    checkpoint.define_private_method("_initialize", magnus::method!(checkpoint_initialize, 3))?;
+    checkpoint.define_private_method("_to_json", magnus::method!(checkpoint_to_json, 0))?;
+    checkpoint.singleton_class()?.define_private_method("_from_json", magnus::function!(checkpoint_from_json, 1))?;
+
+    let cadence = CADENCE.class(ruby)?;
+    cadence.define_private_method("_initialize", magnus::method!(cadence_initialize, 3))?;
     Ok(())
-}
-
-impl RbLease {
-    fn attributes_of(lease: &Lease) -> [(&'static str, Attribute); 3] {
-        [
-            ("owner", Attribute::Integer(lease.owner().value())),
-            ("token", Attribute::Integer(lease.token().value())),
-            ("expires_at", Attribute::Seconds(seconds(lease.expires_at()))),
-        ]
-    }
-}
-
-impl FrozenValue for RbLease {
-    type Inner = Lease;
-    const CLASS: &'static str = "LeaseMachines::Lease";
-
-    fn inner(&self) -> &Lease {
-        &self.0
-    }
-
-    fn attributes(&self) -> [(&'static str, Attribute); 3] {
-        Self::attributes_of(&self.0)
-    }
-}
-
-impl FrozenValue for RbCheckpoint {
-    type Inner = Checkpoint;
-    const CLASS: &'static str = "LeaseMachines::Checkpoint";
-
-    fn inner(&self) -> &Checkpoint {
-        &self.0
-    }
-
-    fn attributes(&self) -> [(&'static str, Attribute); 3] {
-        [
-            ("last_issued", Attribute::OptionalInteger(self.last_issued())),
-            ("lease", Attribute::Lease(self.0.lease())),
-            ("observed", Attribute::Seconds(self.observed())),
-        ]
-    }
-}
-
-impl FrozenValue for RbCadence {
-    type Inner = Cadence;
-    const CLASS: &'static str = "LeaseMachines::Cadence";
-
-    fn inner(&self) -> &Cadence {
-        &self.0
-    }
-
-    fn attributes(&self) -> [(&'static str, Attribute); 3] {
-        [
-            ("ttl", Attribute::Seconds(self.ttl())),
-            ("renew_every", Attribute::Seconds(self.renew_every())),
-            ("warn_before", Attribute::Seconds(self.warn_before())),
-        ]
-    }
-}
-
-/// `inspect` of a checkpoint, for the authority's own `inspect`.
-pub fn inspect_checkpoint(ruby: &Ruby, checkpoint: Checkpoint) -> String {
-    inspect::<RbCheckpoint>(ruby, &RbCheckpoint(checkpoint))
 }
