@@ -5,8 +5,8 @@
 #
 # One concept per file under lib/lease_machines/. The records (value objects: Decision, Lease, Event, ...) are frozen
 # Data classes declared first; the extension then builds them natively and reads them back by member name, and
-# defines the mutable objects (Authority, Fence, Holder, Table, FenceGuard), whose keyword methods the files after
-# it add.
+# defines the mutable objects (Authority, Fence, Holder, Table, FenceGuard, Simulation), whose keyword methods the
+# files after it add.
 
 require_relative "lease_machines/version"
 require_relative "lease_machines/errors"
@@ -23,6 +23,8 @@ require_relative "lease_machines/metrics"
 require_relative "lease_machines/audit_report"
 require_relative "lease_machines/reaping"
 require_relative "lease_machines/batch"
+require_relative "lease_machines/simulation_config"
+require_relative "lease_machines/simulation_report"
 
 # Fat native gems carry one extension per Ruby minor under lib/lease_machines/X.Y/; a source build puts it at
 # lib/lease_machines/lease_machines_native.so. Only a missing fat extension falls back to the source build: one that

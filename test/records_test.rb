@@ -28,6 +28,20 @@ class RecordsTest < Minitest::Test
     end
   end
 
+  def test_the_simulation_records_are_frozen_data_values
+    report = LeaseMachines.simulate(cycles: 10, resources: 3)
+    records = [LeaseMachines::SimulationConfig.new, LeaseMachines::SimulationConfig.failover_preset, report,
+               report.config, LeaseMachines::SimulationReport.from_json(report.to_json)]
+    records.each do |record|
+      assert_kind_of Data, record
+      assert_predicate record, :frozen?, record.inspect
+      assert Ractor.shareable?(record), "shareable as it comes: #{record.inspect}"
+    end
+    assert_instance_of LeaseMachines::SimulationConfig, report.config
+    assert_equal LeaseMachines::SimulationConfig.new(cycles: 10, resources: 3), report.config
+    assert_equal report, records.last
+  end
+
   def test_a_lease_built_in_ruby_is_checked_and_normalised
     lease = LeaseMachines::Lease.new(owner: 7, token: 1, expires_at: 30)
     assert_equal 30.0, lease.expires_at
@@ -50,10 +64,16 @@ class RecordsTest < Minitest::Test
 
   def test_native_methods_are_private
     [[LeaseMachines::Authority, :_new], [LeaseMachines::Table, :_from_json], [LeaseMachines::Checkpoint, :_from_json],
-     [LeaseMachines::Metrics, :_from_json], [LeaseMachines, :_audit], [LeaseMachines::Election, :_certify_votes]]
+     [LeaseMachines::Metrics, :_from_json], [LeaseMachines, :_audit], [LeaseMachines::Election, :_certify_votes],
+     [LeaseMachines::Simulation, :_new], [LeaseMachines::SimulationConfig, :_failover_preset],
+     [LeaseMachines::SimulationReport, :_from_json]]
       .each { |receiver, name| assert_includes receiver.private_methods, name, "#{receiver}.#{name}" }
     refute_respond_to LeaseMachines::Authority.new, :_acquire
     refute_respond_to LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: 1.0), :_live
     refute_respond_to LeaseMachines::Table.new, :_events
+    simulation = LeaseMachines::Simulation.new(LeaseMachines::SimulationConfig.new(cycles: 1))
+    %i[_step _cycles_run _finish].each { |name| refute_respond_to simulation, name }
+    refute_respond_to simulation.config, :_default_config
+    refute_respond_to simulation.finish, :_to_json
   end
 end

@@ -278,15 +278,6 @@ pub fn array_arg(ruby: &Ruby, name: &str, value: Value) -> Result<RArray, Error>
     })
 }
 
-/// The `index`-th element of `array`, or an `ArgumentError` naming what is missing (the simulation's records, which
-/// still cross as Arrays).
-pub fn entry(ruby: &Ruby, array: RArray, index: usize, what: &str) -> Result<Value, Error> {
-    if index >= array.len() {
-        return Err(Error::new(ruby.exception_arg_error(), format!("{what} is missing")));
-    }
-    array.entry(index as isize)
-}
-
 /// The state behind a mutable Ruby object (`Authority`, `Table`, `FenceGuard`), borrowed; a re-entrant call (from
 /// a callback inside a conversion) is a `RuntimeError` ("LeaseMachines::Table is busy"), never a panic.
 pub trait Borrowed {

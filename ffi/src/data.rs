@@ -305,4 +305,16 @@ records! {
     QUORUM_CERTIFICATE: QuorumCertificateMembers = "QuorumCertificate" {
         valid, status, leader, term, members, quorum, voters, equivocations
     }
+
+    /// `LeaseMachines::SimulationConfig` (lib/lease_machines/simulation_config.rb).
+    SIMULATION_CONFIG: SimulationConfigMembers = "SimulationConfig" {
+        seed, cycles, workers, resources, ttl, scenario, clock_policy, restore_every, fence
+    }
+
+    /// `LeaseMachines::SimulationReport` (lib/lease_machines/simulation_report.rb).
+    SIMULATION_REPORT: SimulationReportMembers = "SimulationReport" {
+        config, cycles, leases_acquired, rotations, transfers, renewals, releases, reaps, takeovers, leases_lost,
+        pauses, clock_steps_back, clock_rejections, restores, writes_accepted, stale_writes_rejected,
+        late_writes_accepted, final_token, events, audit_valid, audit_findings, violations, event_digest
+    }
 }

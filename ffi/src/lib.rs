@@ -2,11 +2,11 @@
 //!
 //! Every record that crosses into Ruby (a `LeaseMachines::Decision`, `Lease`, `Event`, ...) is a frozen instance of
 //! a `Data` class the Ruby layer declares, built here and read back by member name (see `data`); the mutable objects
-//! (`Authority`, `Fence`, `Holder`, `Table`, `FenceGuard`) are Rust values wrapped in Ruby objects. The Ruby layer
-//! (`lib/lease_machines/*.rb`) adds keyword arguments over the private native methods defined here. Input faults
-//! raise the Ruby exception the contract names (see `convert`); rejections never raise. No code path here panics
-//! (clippy denies `unwrap`, `expect`, `panic` and indexing); were one to, magnus would still turn it into a Ruby
-//! exception rather than unwind into the VM.
+//! (`Authority`, `Fence`, `Holder`, `Table`, `FenceGuard`, `Simulation`) are Rust values wrapped in Ruby objects.
+//! The Ruby layer (`lib/lease_machines/*.rb`) adds keyword arguments over the private native methods defined here.
+//! Input faults raise the Ruby exception the contract names (see `convert`); rejections never raise. No code path
+//! here panics (clippy denies `unwrap`, `expect`, `panic` and indexing); were one to, magnus would still turn it
+//! into a Ruby exception rather than unwind into the VM.
 
 mod authority;
 mod convert;

@@ -1,179 +1,126 @@
-//! `LeaseMachines::Simulation`: the core's deterministic failover simulation, run a step at a time so that the Ruby
-//! layer can show progress and stay interruptible; and the report's JSON document.
+//! `LeaseMachines::Simulation`: the `lease-machines-sim` crate's deterministic failover simulation, run a step at a
+//! time so that the Ruby layer can show progress and stay interruptible; and its records,
+//! `LeaseMachines::SimulationConfig` and `SimulationReport` (`lib/lease_machines/simulation_{config,report}.rb`),
+//! built and read back by member name (see `data`), with the report's JSON document.
 //!
-//! A configuration travels as the Array of `LeaseMachines::SimulationConfig`'s members, a report as the Array of
-//! `LeaseMachines::SimulationReport`'s members (its first element the configuration's Array).
+//! A configuration is checked when it is read: each member for its type here, the whole for whether it makes a
+//! runnable simulation by [`SimulationConfig::validate`]. `SimulationConfig.new` checks nothing (its `#initialize`
+//! only fills in the defaults, [`default_config`]), so a configuration raises when a `Simulation` is made of it.
 
 use std::cell::RefCell;
 
 use lease_machines::json::Json;
 use lease_machines_sim::{Simulation, SimulationConfig, SimulationReport};
-use magnus::{prelude::*, typed_data::Obj, Error, IntoValue, RArray, RModule, RString, Ruby, Value};
+use magnus::{prelude::*, typed_data::Obj, Error, IntoValue, RModule, RString, Ruby, Value};
 
-use crate::convert::{array_arg, entry, seconds, seconds_arg, u64_arg};
+use crate::convert::{bool_arg, borrowed, record_arg, seconds, seconds_arg, u64_arg, Borrowed};
+use crate::data::{SimulationConfigMembers, SimulationReportMembers, SIMULATION_CONFIG, SIMULATION_REPORT};
 use crate::json::read;
 use crate::symbols::SymbolEnum;
 
-/// The members of `LeaseMachines::SimulationConfig`, in order.
-const CONFIG_FIELDS: [&str; 9] =
-    ["seed", "cycles", "workers", "resources", "ttl", "scenario", "clock_policy", "restore_every", "fence"];
-
-fn config(ruby: &Ruby, config: &SimulationConfig) -> RArray {
-    let values: [Value; 9] = [
-        config.seed.into_value_with(ruby),
-        config.cycles.into_value_with(ruby),
-        config.workers.into_value_with(ruby),
-        config.resources.into_value_with(ruby),
-        seconds(config.ttl).into_value_with(ruby),
-        config.scenario.symbol(ruby).into_value_with(ruby),
-        config.clock_policy.symbol(ruby).into_value_with(ruby),
-        config.restore_every.into_value_with(ruby),
-        config.fence.symbol(ruby).into_value_with(ruby),
-    ];
-    ruby.ary_new_from_values(&values)
+fn config_members(ruby: &Ruby, config: &SimulationConfig) -> SimulationConfigMembers {
+    SimulationConfigMembers {
+        seed: config.seed.into_value_with(ruby),
+        cycles: config.cycles.into_value_with(ruby),
+        workers: config.workers.into_value_with(ruby),
+        resources: config.resources.into_value_with(ruby),
+        ttl: seconds(config.ttl).into_value_with(ruby),
+        scenario: config.scenario.symbol(ruby).as_value(),
+        clock_policy: config.clock_policy.symbol(ruby).as_value(),
+        restore_every: config.restore_every.into_value_with(ruby),
+        fence: config.fence.symbol(ruby).as_value(),
+    }
 }
 
-/// A configuration as [`config`] shapes it. Each field is checked for its type here; whether the values make a
-/// runnable simulation is [`SimulationConfig::validate`]'s call (an `ArgumentError` with its message).
-fn config_arg(ruby: &Ruby, value: Value) -> Result<SimulationConfig, Error> {
-    let fields = array_arg(ruby, "config", value)?;
-    if fields.len() != CONFIG_FIELDS.len() {
-        return Err(Error::new(
-            ruby.exception_arg_error(),
-            format!("config must have {} fields, got {}", CONFIG_FIELDS.len(), fields.len()),
-        ));
-    }
-    let field = |index: usize| {
-        let name = CONFIG_FIELDS.get(index).copied().unwrap_or("config");
-        entry(ruby, fields, index, name).map(|value| (name, value))
-    };
-    let count = |index: usize| field(index).and_then(|(name, value)| u64_arg(ruby, name, value));
+/// A frozen `LeaseMachines::SimulationConfig`.
+fn config(ruby: &Ruby, config: &SimulationConfig) -> Result<Value, Error> {
+    SIMULATION_CONFIG.build(ruby, config_members(ruby, config))
+}
+
+/// The configuration a `SimulationConfig`'s members describe: a `TypeError` or `RangeError` for a member of the
+/// wrong type or range, an `ArgumentError` with [`SimulationConfig::validate`]'s message when the values make no
+/// runnable simulation.
+fn config_of(ruby: &Ruby, members: SimulationConfigMembers) -> Result<SimulationConfig, Error> {
     let config = SimulationConfig {
-        seed: count(0)?,
-        cycles: count(1)?,
-        workers: count(2)?,
-        resources: count(3)?,
-        ttl: field(4).and_then(|(name, value)| seconds_arg(ruby, name, value))?,
-        scenario: SymbolEnum::arg(ruby, field(5)?.1)?,
-        clock_policy: SymbolEnum::arg(ruby, field(6)?.1)?,
-        restore_every: count(7)?,
-        fence: SymbolEnum::arg(ruby, field(8)?.1)?,
+        seed: u64_arg(ruby, "seed", members.seed)?,
+        cycles: u64_arg(ruby, "cycles", members.cycles)?,
+        workers: u64_arg(ruby, "workers", members.workers)?,
+        resources: u64_arg(ruby, "resources", members.resources)?,
+        ttl: seconds_arg(ruby, "ttl", members.ttl)?,
+        scenario: SymbolEnum::arg(ruby, members.scenario)?,
+        clock_policy: SymbolEnum::arg(ruby, members.clock_policy)?,
+        restore_every: u64_arg(ruby, "restore_every", members.restore_every)?,
+        fence: SymbolEnum::arg(ruby, members.fence)?,
     };
     config.validate().map_err(|error| Error::new(ruby.exception_arg_error(), error.to_string()))?;
     Ok(config)
 }
 
-/// The counts of a report, in `LeaseMachines::SimulationReport`'s member order after `config`.
-fn counts(report: &SimulationReport) -> [u64; 21] {
-    [
-        report.cycles,
-        report.leases_acquired,
-        report.rotations,
-        report.transfers,
-        report.renewals,
-        report.releases,
-        report.reaps,
-        report.takeovers,
-        report.leases_lost,
-        report.pauses,
-        report.clock_steps_back,
-        report.clock_rejections,
-        report.restores,
-        report.writes_accepted,
-        report.stale_writes_rejected,
-        report.late_writes_accepted,
-        report.final_token,
-        report.events,
-        report.audit_findings,
-        report.violations,
-        report.event_digest,
-    ]
+/// A `SimulationConfig` argument (`Simulation.new`, a report's `config`).
+fn config_arg(ruby: &Ruby, value: Value) -> Result<SimulationConfig, Error> {
+    config_of(ruby, record_arg(ruby, "config", &SIMULATION_CONFIG, value)?)
 }
 
-/// `[config, cycles, leases_acquired, ..., audit_valid, audit_findings, violations, event_digest]`.
-fn report(ruby: &Ruby, report: &SimulationReport) -> RArray {
-    let counts = counts(report);
-    let (before, after) = counts.split_at(18);
-    let fields = ruby.ary_new_capa(23);
-    let _ = fields.push(config(ruby, &report.config));
-    for count in before {
-        let _ = fields.push(*count);
-    }
-    let _ = fields.push(report.audit_valid);
-    for count in after {
-        let _ = fields.push(*count);
-    }
-    fields
-}
-
-/// A report as [`report`] shapes it.
-fn report_arg(ruby: &Ruby, value: Value) -> Result<SimulationReport, Error> {
-    const NAMES: [&str; 23] = [
-        "config",
-        "cycles",
-        "leases_acquired",
-        "rotations",
-        "transfers",
-        "renewals",
-        "releases",
-        "reaps",
-        "takeovers",
-        "leases_lost",
-        "pauses",
-        "clock_steps_back",
-        "clock_rejections",
-        "restores",
-        "writes_accepted",
-        "stale_writes_rejected",
-        "late_writes_accepted",
-        "final_token",
-        "events",
-        "audit_valid",
-        "audit_findings",
-        "violations",
-        "event_digest",
-    ];
-    let fields = array_arg(ruby, "report", value)?;
-    if fields.len() != NAMES.len() {
-        return Err(Error::new(
-            ruby.exception_arg_error(),
-            format!("report must have {} fields, got {}", NAMES.len(), fields.len()),
-        ));
-    }
-    let field = |index: usize| entry(ruby, fields, index, NAMES.get(index).copied().unwrap_or("report"));
-    let count = |index: usize| u64_arg(ruby, NAMES.get(index).copied().unwrap_or("report"), field(index)?);
-    let audit_valid = field(19)?;
-    let audit_valid = if audit_valid.is_kind_of(ruby.class_true_class()) {
-        true
-    } else if audit_valid.is_kind_of(ruby.class_false_class()) {
-        false
-    } else {
-        return Err(Error::new(ruby.exception_type_error(), "audit_valid must be true or false"));
+/// A frozen `LeaseMachines::SimulationReport`, built with its frozen `SimulationConfig`.
+fn report(ruby: &Ruby, report: &SimulationReport) -> Result<Value, Error> {
+    let count = |count: u64| count.into_value_with(ruby);
+    let members = SimulationReportMembers {
+        config: ruby.qnil().as_value(),
+        cycles: count(report.cycles),
+        leases_acquired: count(report.leases_acquired),
+        rotations: count(report.rotations),
+        transfers: count(report.transfers),
+        renewals: count(report.renewals),
+        releases: count(report.releases),
+        reaps: count(report.reaps),
+        takeovers: count(report.takeovers),
+        leases_lost: count(report.leases_lost),
+        pauses: count(report.pauses),
+        clock_steps_back: count(report.clock_steps_back),
+        clock_rejections: count(report.clock_rejections),
+        restores: count(report.restores),
+        writes_accepted: count(report.writes_accepted),
+        stale_writes_rejected: count(report.stale_writes_rejected),
+        late_writes_accepted: count(report.late_writes_accepted),
+        final_token: count(report.final_token),
+        events: count(report.events),
+        audit_valid: report.audit_valid.into_value_with(ruby),
+        audit_findings: count(report.audit_findings),
+        violations: count(report.violations),
+        event_digest: count(report.event_digest),
     };
+    SIMULATION_REPORT.build_around(ruby, &SIMULATION_CONFIG, config_members(ruby, &report.config), |config| {
+        SimulationReportMembers { config, ..members }
+    })
+}
+
+/// The report a `SimulationReport`'s members describe.
+fn report_of(ruby: &Ruby, members: SimulationReportMembers) -> Result<SimulationReport, Error> {
+    let count = |name: &str, value: Value| u64_arg(ruby, name, value);
     Ok(SimulationReport {
-        config: config_arg(ruby, field(0)?)?,
-        cycles: count(1)?,
-        leases_acquired: count(2)?,
-        rotations: count(3)?,
-        transfers: count(4)?,
-        renewals: count(5)?,
-        releases: count(6)?,
-        reaps: count(7)?,
-        takeovers: count(8)?,
-        leases_lost: count(9)?,
-        pauses: count(10)?,
-        clock_steps_back: count(11)?,
-        clock_rejections: count(12)?,
-        restores: count(13)?,
-        writes_accepted: count(14)?,
-        stale_writes_rejected: count(15)?,
-        late_writes_accepted: count(16)?,
-        final_token: count(17)?,
-        events: count(18)?,
-        audit_valid,
-        audit_findings: count(20)?,
-        violations: count(21)?,
-        event_digest: count(22)?,
+        config: config_arg(ruby, members.config)?,
+        cycles: count("cycles", members.cycles)?,
+        leases_acquired: count("leases_acquired", members.leases_acquired)?,
+        rotations: count("rotations", members.rotations)?,
+        transfers: count("transfers", members.transfers)?,
+        renewals: count("renewals", members.renewals)?,
+        releases: count("releases", members.releases)?,
+        reaps: count("reaps", members.reaps)?,
+        takeovers: count("takeovers", members.takeovers)?,
+        leases_lost: count("leases_lost", members.leases_lost)?,
+        pauses: count("pauses", members.pauses)?,
+        clock_steps_back: count("clock_steps_back", members.clock_steps_back)?,
+        clock_rejections: count("clock_rejections", members.clock_rejections)?,
+        restores: count("restores", members.restores)?,
+        writes_accepted: count("writes_accepted", members.writes_accepted)?,
+        stale_writes_rejected: count("stale_writes_rejected", members.stale_writes_rejected)?,
+        late_writes_accepted: count("late_writes_accepted", members.late_writes_accepted)?,
+        final_token: count("final_token", members.final_token)?,
+        events: count("events", members.events)?,
+        audit_valid: bool_arg(ruby, "audit_valid", members.audit_valid)?,
+        audit_findings: count("audit_findings", members.audit_findings)?,
+        violations: count("violations", members.violations)?,
+        event_digest: count("event_digest", members.event_digest)?,
     })
 }
 
@@ -188,6 +135,8 @@ enum State {
 #[magnus::wrap(class = "LeaseMachines::Simulation", free_immediately, size)]
 struct RbSimulation(RefCell<State>);
 
+borrowed!(RbSimulation, State, "LeaseMachines::Simulation");
+
 impl RbSimulation {
     fn new(ruby: &Ruby, config: Value) -> Result<Self, Error> {
         let config = config_arg(ruby, config)?;
@@ -196,15 +145,11 @@ impl RbSimulation {
         Ok(Self(RefCell::new(State::Running(Box::new(simulation)))))
     }
 
-    fn busy(ruby: &Ruby) -> Error {
-        Error::new(ruby.exception_runtime_error(), "LeaseMachines::Simulation is busy")
-    }
-
     /// Runs up to `cycles` more cycles; returns how many ran (0 once finished).
     fn step(ruby: &Ruby, rb_self: Obj<Self>, cycles: Value) -> Result<u64, Error> {
         let cycles = u64_arg(ruby, "cycles", cycles)?;
         rb_self.check_frozen()?;
-        let mut state = rb_self.0.try_borrow_mut().map_err(|_| Self::busy(ruby))?;
+        let mut state = rb_self.borrowed_mut(ruby)?;
         Ok(match &mut *state {
             State::Running(simulation) => simulation.step(cycles),
             State::Finishing | State::Finished(_) => 0,
@@ -213,7 +158,7 @@ impl RbSimulation {
 
     /// Cycles run so far.
     fn cycles_run(ruby: &Ruby, rb_self: &Self) -> Result<u64, Error> {
-        let state = rb_self.0.try_borrow().map_err(|_| Self::busy(ruby))?;
+        let state = rb_self.borrowed(ruby)?;
         match &*state {
             State::Running(simulation) => Ok(simulation.cycles_run()),
             State::Finished(report) => Ok(report.cycles),
@@ -221,10 +166,10 @@ impl RbSimulation {
         }
     }
 
-    /// Runs what is left (the Ruby layer steps first, so this is only the final audit) and returns the report's
-    /// Array, the same on every call.
-    fn finish(ruby: &Ruby, rb_self: Obj<Self>) -> Result<RArray, Error> {
-        let mut state = rb_self.0.try_borrow_mut().map_err(|_| Self::busy(ruby))?;
+    /// Runs what is left (the Ruby layer steps first, so this is only the final audit) and returns a new frozen
+    /// `SimulationReport`, equal on every call (the Ruby layer keeps the first).
+    fn finish(ruby: &Ruby, rb_self: Obj<Self>) -> Result<Value, Error> {
+        let mut state = rb_self.borrowed_mut(ruby)?;
         if let State::Running(_) = &*state {
             rb_self.check_frozen()?;
             if let State::Running(simulation) = std::mem::replace(&mut *state, State::Finishing) {
@@ -232,38 +177,42 @@ impl RbSimulation {
             }
         }
         match &*state {
-            State::Finished(done) => Ok(report(ruby, done)),
+            State::Finished(done) => report(ruby, done),
             State::Running(_) | State::Finishing => Err(Self::busy(ruby)),
         }
     }
 }
 
-fn default_config(ruby: &Ruby) -> RArray {
+/// `SimulationConfig#_default_config`, what `#initialize` fills in: the simulation crate's default configuration.
+fn default_config(ruby: &Ruby, _rb_self: Value) -> Result<Value, Error> {
     config(ruby, &SimulationConfig::default())
 }
 
-fn failover_preset(ruby: &Ruby) -> RArray {
+fn failover_preset(ruby: &Ruby) -> Result<Value, Error> {
     config(ruby, &SimulationConfig::failover_preset())
 }
 
-fn report_to_json(ruby: &Ruby, fields: Value) -> Result<String, Error> {
-    Ok(report_arg(ruby, fields)?.to_json())
+fn report_to_json(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
+    Ok(report_of(ruby, record_arg(ruby, "report", &SIMULATION_REPORT, rb_self)?)?.to_json())
 }
 
-fn report_from_json(ruby: &Ruby, text: RString) -> Result<RArray, Error> {
-    Ok(report(ruby, &read::<SimulationReport>(ruby, text)?))
+fn report_from_json(ruby: &Ruby, text: RString) -> Result<Value, Error> {
+    report(ruby, &read::<SimulationReport>(ruby, text)?)
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let class = module.define_class("Simulation", ruby.class_object())?;
-    class.undef_default_alloc_func();
-    class.define_singleton_method("_new", magnus::function!(RbSimulation::new, 1))?;
-    class.define_singleton_method("_default_config", magnus::function!(default_config, 0))?;
-    class.define_singleton_method("_failover_preset", magnus::function!(failover_preset, 0))?;
-    class.define_singleton_method("_report_to_json", magnus::function!(report_to_json, 1))?;
-    class.define_singleton_method("_report_from_json", magnus::function!(report_from_json, 1))?;
-    class.define_method("_step", magnus::method!(RbSimulation::step, 1))?;
-    class.define_method("_cycles_run", magnus::method!(RbSimulation::cycles_run, 0))?;
-    class.define_method("_finish", magnus::method!(RbSimulation::finish, 0))?;
+    let config = SIMULATION_CONFIG.class(ruby)?;
+    config.define_private_method("_default_config", magnus::method!(default_config, 0))?;
+    config.singleton_class()?.define_private_method("_failover_preset", magnus::function!(failover_preset, 0))?;
+
+    let report = SIMULATION_REPORT.class(ruby)?;
+    report.define_private_method("_to_json", magnus::method!(report_to_json, 0))?;
+    report.singleton_class()?.define_private_method("_from_json", magnus::function!(report_from_json, 1))?;
+
+    let (class, singleton) = crate::wrapped_class(ruby, module, "Simulation")?;
+    singleton.define_private_method("_new", magnus::function!(RbSimulation::new, 1))?;
+    class.define_private_method("_step", magnus::method!(RbSimulation::step, 1))?;
+    class.define_private_method("_cycles_run", magnus::method!(RbSimulation::cycles_run, 0))?;
+    class.define_private_method("_finish", magnus::method!(RbSimulation::finish, 0))?;
     Ok(())
 }
