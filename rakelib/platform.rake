@@ -141,7 +141,7 @@ module Platform
     spec.dependencies.reject! { |dependency| dependency.name == "rb_sys" }
     spec.metadata = spec.metadata.reject { |key, _| key.start_with?("cargo_") }
     spec.required_ruby_version = requirement
-    sources = %r{\A(core|ffi|ext)/|\ACargo\.(toml|lock)\z}
+    sources = %r{\A(core|sim|ffi|ext)/|\ACargo\.(toml|lock)\z}
     spec.files = spec.files.reject { sources.match?(_1) } +
                  minors.map { "lib/lease_machines/#{_1}/lease_machines_native.so" }
     spec

