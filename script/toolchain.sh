@@ -41,11 +41,30 @@ lm_ruby_minor() {
   esac
 }
 
-# lm_registry_reachable RUBY: that Ruby reaches rubygems.org within 10 seconds.
+# lm_registry_reachable RUBY: that Ruby gets an answer from rubygems.org's API within 10 seconds (a proxy's refusal
+# or a captive portal's page does not count).
 lm_registry_reachable() {
   "$1" -rnet/http -e 'uri = URI("https://rubygems.org/api/v1/versions/rake/latest.json")
-    Net::HTTP.start(uri.host, uri.port, use_ssl: true, open_timeout: 10, read_timeout: 10) { |http| http.head(uri.path) }' \
-    >/dev/null 2>&1
+    answer = Net::HTTP.start(uri.host, uri.port, use_ssl: true, open_timeout: 10, read_timeout: 10) { _1.head(uri.path) }
+    exit answer.is_a?(Net::HTTPSuccess)' >/dev/null 2>&1
+}
+
+# lm_debian_12: this machine runs Debian 12, where script/provision/debian can build what bin/setup needs.
+lm_debian_12() { grep -qsx 'ID=debian' /etc/os-release && grep -qsx 'VERSION_ID="12"' /etc/os-release; }
+
+# lm_bundle_install ROOT RUBY [ARGS...]: `bundle install ARGS` for ROOT's Gemfile with RUBY's Bundler. Bundler rewrites
+# Gemfile.lock even when nothing in it changes; an unchanged one keeps its date, so that the extension (which counts
+# the lock among its sources) is not rebuilt for nothing.
+lm_bundle_install() {
+  local root="$1" ruby="$2" lock="$1/Gemfile.lock" kept status=0
+  shift 2
+  kept="$(mktemp)"
+  [ ! -f "$lock" ] || cp -p "$lock" "$kept"
+  (cd "$root" && PATH="$(dirname "$ruby"):$PATH" BUNDLE_GEMFILE="$root/Gemfile" BUNDLE_SILENCE_ROOT_WARNING=1 \
+    "$ruby" -S bundle install "$@") || status=$?
+  if [ -f "$lock" ] && cmp -s "$lock" "$kept"; then touch -r "$kept" "$lock"; fi
+  rm -f "$kept"
+  return "$status"
 }
 
 # The precompiled platform gems (see rakelib/platform.rake): the CRuby minors each fat gem carries, the sysroot of

@@ -47,9 +47,7 @@ class ConcurrencyTest < Minitest::Test
   end
 
   def test_ractors_run_their_own_authorities_and_share_frozen_values
-    skip "too slow under GC.stress" if GC_STRESS
-    skip "RBS's runtime checks are not Ractor-safe" if RBS_TEST
-    Warning[:experimental] = false
+    ractors!
     lease = LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: 5.0)
     ractors = 4.times.map do |owner|
       Ractor.new(owner, lease) do |id, shared|
@@ -63,9 +61,7 @@ class ConcurrencyTest < Minitest::Test
   end
 
   def test_ractors_run_their_own_tables_and_share_table_values
-    skip "too slow under GC.stress" if GC_STRESS
-    skip "RBS's runtime checks are not Ractor-safe" if RBS_TEST
-    Warning[:experimental] = false
+    ractors!
     table = LeaseMachines::Table.new
     lease = table.acquire(resource: "jobs", owner: 1, now: 0.0, ttl: 5.0).lease
     events = table.events

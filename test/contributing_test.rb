@@ -7,8 +7,9 @@ require "open3"
 # its tables is a file git tracks (or the folder of one), so the map cannot drift from the tree unnoticed.
 class ContributingTest < Minitest::Test
   ROOT = File.expand_path("..", __dir__)
-  # What a name in backticks must look like to count as a path: a folder ("sim/") or a file with an extension.
-  PATH = %r{\A[\w./-]+(?:/|\.(?:rs|rb|rbs|toml|sh|md|yml|mjs))\z}
+  # What a name in backticks must look like to count as a path: a path with a folder in it ("bin/setup",
+  # "sim/"), or a file name with an extension ("run.rs"), which names a file of the row's folder.
+  PATH = %r{\A(?:[\w.-]+/[\w./-]*|[\w.-]+\.(?:rs|rb|rbs|toml|sh|md|yml|mjs))\z}
 
   def setup
     checkout_only!("reads this checkout's CONTRIBUTING.md")
@@ -24,10 +25,16 @@ class ContributingTest < Minitest::Test
     end.uniq
   end
 
+  # A path with a folder in it must be a tracked file or folder as written (a folder may also be one level inside a
+  # crate: "table/" is core/src/table/); a bare file name must be a tracked file's name.
   def tracked?(name)
     folder = name.delete_suffix("/")
     @tracked.any? do |path|
-      path == name || path.end_with?("/#{name}") || path.start_with?("#{folder}/") || path.include?("/#{folder}/")
+      if name.include?("/")
+        path == name || path.start_with?("#{folder}/") || (name.end_with?("/") && !folder.include?("/") && path.include?("/#{folder}/"))
+      else
+        File.basename(path) == name
+      end
     end
   end
 
@@ -40,6 +47,9 @@ class ContributingTest < Minitest::Test
 
   def test_a_path_the_tree_lacks_is_caught
     refute tracked?("core/src/simulation.rs"), "the simulation left the core"
+    refute tracked?("src/run.rs"), "a path is read as written, not as any file's tail"
     assert tracked?("sim/src/run.rs")
+    assert tracked?("bin/setup")
+    assert tracked?("table/")
   end
 end

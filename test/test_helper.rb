@@ -71,6 +71,14 @@ module LeaseMachines
       dir
     end
 
+    # Skip a test that starts Ractors where they cannot run (RBS's runtime checks are not Ractor-safe) or would take
+    # minutes (GC.stress), and quiet Ruby's warning that Ractors are experimental.
+    def ractors!
+      skip "too slow under GC.stress" if GC_STRESS
+      skip "RBS's runtime checks are not Ractor-safe" if RBS_TEST
+      Warning[:experimental] = false
+    end
+
     # Skip a test that passes arguments outside the signatures on purpose.
     def ill_typed!
       skip "passes ill-typed arguments on purpose; RBS's runtime checks refuse them first" if RBS_TEST

@@ -13,8 +13,9 @@
 //!   frozen. The same object `Data.new` makes, without the keyword Hash `Data.new` builds to call `#initialize`,
 //!   and without `#initialize` itself, so the checks a class's `#initialize` makes are for values Ruby builds;
 //!   the extension builds only valid ones;
-//! - reads an instance back into such a struct, each field fetched by its member's name, at the index the check
-//!   found for that name.
+//! - reads an instance back into such a struct, each field fetched by its member's name: the name's place among
+//!   the declared names, which the lookup proved to be its place among the class's own `members`. No field is
+//!   ever read by a number written in the code.
 //!
 //! A struct of `Value`s lives on the stack, where the garbage collector sees it, and is never kept: a record read
 //! is turned into Rust data at once (see `convert::records_arg`).

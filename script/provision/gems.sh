@@ -69,16 +69,8 @@ install_debian_source_gems() {
   done
 }
 
-# bundle_local: the bundle of Gemfile.lock, from the gems installed above (no registry).
+# bundle_local MINOR: the bundle of Gemfile.lock for that CRuby, from the gems installed above (no registry).
 bundle_local() {
-  local ruby lock="$LM_ROOT/Gemfile.lock" kept
-  ruby="$(lm_ruby_bin "$LM_RUBY_MINOR_DEFAULT")"
-  say "bundle install --local"
-  # Bundler rewrites Gemfile.lock even when nothing in it changes; an unchanged one keeps its date, so that the
-  # extension (which counts the lock among its sources) is not rebuilt for nothing.
-  kept="$(mktemp)"
-  cp -p "$lock" "$kept"
-  (cd "$LM_ROOT" && BUNDLE_GEMFILE="$LM_ROOT/Gemfile" BUNDLE_SILENCE_ROOT_WARNING=1 "$(dirname "$ruby")/bundle" install --local --quiet)
-  if cmp -s "$lock" "$kept"; then touch -r "$kept" "$lock"; fi
-  rm -f "$kept"
+  say "Ruby $1: bundle install --local"
+  lm_bundle_install "$LM_ROOT" "$(lm_ruby_bin "$1")" --local --quiet
 }
