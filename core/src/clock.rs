@@ -16,3 +16,23 @@ pub enum ClockPolicy {
     /// processes.
     Clamp,
 }
+
+impl ClockPolicy {
+    /// Every policy, in declaration order.
+    pub const ALL: [Self; 2] = [Self::Reject, Self::Clamp];
+
+    /// The policy's stable snake_case name (`"reject"`, `"clamp"`), used in JSON and by the Ruby gem's Symbols.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Reject => "reject",
+            Self::Clamp => "clamp",
+        }
+    }
+
+    /// The policy named `name`, as [`as_str`](Self::as_str) spells it.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|policy| policy.as_str() == name)
+    }
+}

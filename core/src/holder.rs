@@ -66,6 +66,23 @@ pub enum HolderState {
     Fenced,
 }
 
+impl HolderState {
+    /// Every state, in declaration order.
+    pub const ALL: [Self; 5] = [Self::Confirmed, Self::Unconfirmed, Self::AtRisk, Self::Expired, Self::Fenced];
+
+    /// The state's stable snake_case name (`"confirmed"`, ..., `"at_risk"`, ...), as the Ruby gem's Symbols spell it.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Confirmed => "confirmed",
+            Self::Unconfirmed => "unconfirmed",
+            Self::AtRisk => "at_risk",
+            Self::Expired => "expired",
+            Self::Fenced => "fenced",
+        }
+    }
+}
+
 /// The holder side of one lease: its token, its renewal schedule and how much it can trust the lease right now.
 ///
 /// A `Holder` runs on the holder's own monotonic clock (a [`Duration`] from an origin of its choosing) and never

@@ -334,3 +334,13 @@ fn decisions_expose_their_lease_and_reason() {
     assert!(Decision::Released.is_accepted());
     assert!(!rejected(Rejection::Expired).is_accepted());
 }
+
+#[test]
+fn each_clock_policy_has_one_stable_name() {
+    assert_eq!(ClockPolicy::ALL.map(ClockPolicy::as_str), ["reject", "clamp"]);
+    for policy in ClockPolicy::ALL {
+        assert_eq!(ClockPolicy::from_name(policy.as_str()), Some(policy));
+    }
+    assert_eq!(ClockPolicy::from_name("Reject"), None);
+    assert_eq!(ClockPolicy::from_name(""), None);
+}

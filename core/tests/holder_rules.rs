@@ -180,3 +180,9 @@ fn the_walkthrough_from_the_readme() {
     holder.fence();
     assert_eq!(holder.warning_deadline(), None);
 }
+
+#[test]
+fn each_holder_state_has_one_stable_name() {
+    let names = HolderState::ALL.map(HolderState::as_str);
+    assert_eq!(names, ["confirmed", "unconfirmed", "at_risk", "expired", "fenced"]);
+}

@@ -6,7 +6,8 @@
 //! The Ruby layer (`lib/lease_machines/*.rb`) adds keyword arguments over the private native methods defined here.
 //! Input faults raise the Ruby exception the contract names (see `convert`); rejections never raise. No code path
 //! here panics (clippy denies `unwrap`, `expect`, `panic` and indexing); were one to, magnus would still turn it
-//! into a Ruby exception rather than unwind into the VM.
+//! into a Ruby exception rather than unwind into the VM, except inside a `protect` closure (`data`'s builders),
+//! whose `extern "C"` callback would abort the process: those closures only call Ruby's C API.
 
 mod authority;
 mod convert;

@@ -66,11 +66,10 @@ pub trait SymbolEnum: Copy + PartialEq + 'static {
     }
 }
 
-/// Declares each enum's Symbols once, in one of three forms, each with the argument name its error messages use
+/// Declares each enum's Symbols once, in one of two forms, each with the argument name its error messages use
 /// (`or "..."` after it replaces the list of Symbols a `TypeError` shows):
 ///
 /// - `core Enum(arg "name");`: a core enum with `ALL` and `as_str`, whose order and names Ruby takes as they are;
-/// - `core Enum(arg "name") { Variant = "symbol", ... }`: a core enum without them, listed here in Ruby's order;
 /// - `enum Enum(arg "name") { Variant = "symbol", ... }`: an enum of the extension's own, declared here.
 ///
 /// Generates each [`SymbolEnum`] implementation, and `intern_all`, which interns every Symbol when the extension
@@ -93,19 +92,12 @@ macro_rules! symbols {
         symbols!(@all [$($done)* $enum] $($rest)*);
     };
     (@all [$($done:ident)*]
-        $(#[$doc:meta])* core $enum:ident(arg $arg:literal $(or $expected:literal)?) {
-            $($variant:ident = $name:literal),+ $(,)?
-        }
-        $($rest:tt)*
+        $(#[$doc:meta])* core $enum:ident(arg $arg:literal $(or $expected:literal)?); $($rest:tt)*
     ) => {
-        symbols!(@listed $enum, $arg, symbols!(@expected $($expected)?), $($variant = $name),+);
-        symbols!(@all [$($done)* $enum] $($rest)*);
-    };
-    (@all [$($done:ident)*] $(#[$doc:meta])* core $enum:ident(arg $arg:literal); $($rest:tt)*) => {
         impl SymbolEnum for $enum {
             const ALL: &'static [Self] = &$enum::ALL;
             const ARG: &'static str = $arg;
-            const EXPECTED: Option<&'static str> = None;
+            const EXPECTED: Option<&'static str> = symbols!(@expected $($expected)?);
 
             fn name(self) -> &'static str {
                 self.as_str()
@@ -171,19 +163,10 @@ symbols! {
     core Rejection(arg "reason");
 
     /// `Authority.new(clock_policy:)` and `Table.new(clock_policy:)`.
-    core ClockPolicy(arg "clock_policy" or ":reject or :clamp") {
-        Reject = "reject",
-        Clamp = "clamp",
-    }
+    core ClockPolicy(arg "clock_policy" or ":reject or :clamp");
 
     /// `Holder#state`.
-    core HolderState(arg "state") {
-        Confirmed = "confirmed",
-        Unconfirmed = "unconfirmed",
-        AtRisk = "at_risk",
-        Expired = "expired",
-        Fenced = "fenced",
-    }
+    core HolderState(arg "state");
 
     /// `Event#kind` (`Event.kinds`).
     core EventKind(arg "kind");

@@ -59,17 +59,6 @@ struct Version {
     format: u64,
 }
 
-const fn policy_name(policy: ClockPolicy) -> &'static str {
-    match policy {
-        ClockPolicy::Reject => "reject",
-        ClockPolicy::Clamp => "clamp",
-    }
-}
-
-fn policy_named(name: &str) -> Option<ClockPolicy> {
-    [ClockPolicy::Reject, ClockPolicy::Clamp].into_iter().find(|policy| policy_name(*policy) == name)
-}
-
 fn invalid(message: &str, name: &str) -> JsonError {
     JsonError::Invalid(alloc::format!("{message} {name:?}"))
 }
@@ -90,7 +79,7 @@ impl Json for SimulationReport {
                 resources: config.resources,
                 ttl_ns: config.ttl.as_nanos(),
                 scenario: config.scenario.as_str().into(),
-                clock_policy: policy_name(config.clock_policy).into(),
+                clock_policy: config.clock_policy.as_str().into(),
                 restore_every: config.restore_every,
                 fence: config.fence.as_str().into(),
             },
@@ -137,7 +126,7 @@ impl Json for SimulationReport {
             ttl: Duration::from_nanos(ttl_ns),
             scenario: Scenario::from_name(&wire.config.scenario)
                 .ok_or_else(|| invalid("unknown scenario", &wire.config.scenario))?,
-            clock_policy: policy_named(&wire.config.clock_policy)
+            clock_policy: ClockPolicy::from_name(&wire.config.clock_policy)
                 .ok_or_else(|| invalid("unknown clock policy", &wire.config.clock_policy))?,
             restore_every: wire.config.restore_every,
             fence: FenceMode::from_name(&wire.config.fence)
