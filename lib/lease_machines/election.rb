@@ -1,25 +1,6 @@
 # frozen_string_literal: true
 
 module LeaseMachines
-  # A candidate for leadership: +id+ (an owner Integer) and +priority+ (Integer, higher wins).
-  Candidate = Data.define(:id, :priority)
-
-  # One member's vote: +voter+ and +candidate+ (owner Integers), +term+ (Integer) and whether it was +granted+.
-  ElectionVote = Data.define(:voter, :candidate, :term, :granted)
-
-  # A member that voted, in one term, for two different candidates: +first+ and +second+ are the two votes.
-  Equivocation = Data.define(:voter, :first, :second)
-
-  # What Election.certify_votes decides: +valid+ when one candidate (+leader+) has the votes of +quorum+ of the
-  # +members+ distinct members in +term+; +status+ (+:certified+, +:no_members+, +:no_votes+, +:no_quorum+,
-  # +:split+), the counted +voters+, and every Equivocation found.
-  QuorumCertificate = Data.define(:valid, :status, :leader, :term, :members, :quorum, :voters, :equivocations) do
-    def valid? = valid
-
-    # The status for people: "certified", "no quorum", "split", ...
-    def message = status.to_s.tr("_", " ")
-  end
-
   # Leader-election helpers (Raft's rules): candidate choice, quorum size and vote certification. A certificate
   # feeds Table#acquire_leadership.
   module Election

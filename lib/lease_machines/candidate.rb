@@ -1,0 +1,6 @@
+# frozen_string_literal: true
+
+module LeaseMachines
+  # A candidate for leadership: +id+ (an owner Integer) and +priority+ (Integer, higher wins).
+  Candidate = Data.define(:id, :priority)
+end
