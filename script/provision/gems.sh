@@ -69,7 +69,8 @@ install_debian_source_gems() {
   done
 }
 
-# bundle_local MINOR: the bundle of Gemfile.lock for that CRuby, from the gems installed above (no registry).
+# bundle_local MINOR: the bundle of Gemfile.lock for that CRuby (the default minor: the lock pins its bundled gems),
+# from the gems installed above (no registry).
 bundle_local() {
   say "Ruby $1: bundle install --local"
   lm_bundle_install "$LM_ROOT" "$(lm_ruby_bin "$1")" --local --quiet
