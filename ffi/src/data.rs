@@ -33,7 +33,7 @@ pub trait Members: Sized {
     /// Each member's value, in the declared order.
     fn for_each(&self, f: impl FnMut(Value));
 
-    /// The members, each one `member(name)`.
+    /// The members, each one `member(name)`, asked for in the declared order.
     fn from_members(member: impl FnMut(&'static str) -> Result<Value, Error>) -> Result<Self, Error>;
 }
 
@@ -154,11 +154,14 @@ impl<M: Members> DataClass<M> {
         let Some(object) = RStruct::from_value(value).filter(|_| value.is_kind_of(class)) else {
             return Ok(None);
         };
+        // `from_members` asks for the members in the declared order, which the lookup matched name by name against
+        // the class's own `members`: the next member asked for is the next slot, with no search per member.
+        let mut index = 0_usize;
         M::from_members(|name| {
-            let index = M::NAMES.iter().position(|member| *member == name).ok_or_else(|| {
-                Error::new(ruby.exception_runtime_error(), format!("{} has no member {name}", self.name()))
-            })?;
-            object.aref(index)
+            debug_assert_eq!(M::NAMES.get(index), Some(&name));
+            let value = object.aref(index);
+            index = index.saturating_add(1);
+            value
         })
         .map(Some)
     }
