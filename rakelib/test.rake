@@ -14,7 +14,8 @@ task test: :compile
 # check other things (the README's text, the SQLite store's SQL through the sqlite3 gem, the command line's output,
 # child processes) and under GC.stress would spend minutes on other libraries' allocations (the README's examples
 # alone 116 s). Their extension objects are the ones the other files make.
-GC_STRESS_EXCLUDED = %w[readme_test store_test store_soak_test cli_test worker_seven_test].freeze
+GC_STRESS_EXCLUDED = %w[readme_test store_test store_inputs_test store_interrupt_test store_soak_test cli_test
+                        worker_seven_test].freeze
 
 namespace :test do
   desc "Run the suite's extension tests again with GC.stress on (catches objects the extension fails to keep alive)"

@@ -20,6 +20,11 @@ class StoreTest < Minitest::Test
 
   def reopen = LeaseMachines::Store.new(@path)
 
+  # Issues tokens 1 to +count+ on +resource+ (to owner 1, leases of 1 s from t = 0, 1, ...).
+  def issue(count, resource: R)
+    count.times { |i| @store.reacquire(resource: resource, owner: 1, ttl: 1.0, now: i.to_f) }
+  end
+
   def test_acquire_commits_the_grant
     decision = @store.acquire(resource: R, owner: 7, ttl: 30.0, now: 100.0)
     assert_equal [:granted, 1, 130.0], [decision.status, decision.lease.token, decision.lease.expires_at]
@@ -49,15 +54,16 @@ class StoreTest < Minitest::Test
 
   def test_transfer_hands_the_lease_over_with_a_greater_token
     @store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
-    lease = granted(@store.transfer(resource: R, owner: 7, token: 1, to: 12, ttl: 30.0, now: 5.0))
-    assert_equal [12, 2, 35.0], [lease.owner, lease.token, lease.expires_at]
+    decision = @store.transfer(resource: R, owner: 7, token: 1, new_owner: 12, ttl: 30.0, now: 5.0)
+    assert_equal :transferred, decision.status
+    assert_equal [12, 2, 35.0], [decision.lease.owner, decision.lease.token, decision.lease.expires_at]
     assert_equal :stale_token, @store.renew(resource: R, owner: 7, token: 1, ttl: 30.0, now: 6.0).reason
   end
 
   def test_a_refused_transfer_changes_nothing
     @store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
     before = @store.checkpoint(resource: R)
-    assert_equal :invalid_ttl, @store.transfer(resource: R, owner: 7, token: 1, to: 12, ttl: 0.0, now: 5.0).reason
+    assert_equal :invalid_ttl, @store.transfer(resource: R, owner: 7, token: 1, new_owner: 12, ttl: 0.0, now: 5.0).reason
     after = @store.checkpoint(resource: R)
     assert_equal [before.last_issued, before.lease, 5.0], [after.last_issued, after.lease, after.observed]
   end
@@ -82,6 +88,7 @@ class StoreTest < Minitest::Test
   end
 
   def test_fenced_runs_the_block_and_raises_the_mark_in_one_transaction
+    issue(2)
     @store.database.execute("CREATE TABLE report (token INTEGER)")
     assert_equal :ok, @store.fenced(resource: R, token: 2) { |db| db.execute("INSERT INTO report VALUES (2)") && :ok }
     assert_equal 2, @store.fence_highest(resource: R)
@@ -95,6 +102,7 @@ class StoreTest < Minitest::Test
   end
 
   def test_an_exception_in_the_block_rolls_back_the_write_and_the_mark
+    issue(5)
     @store.database.execute("CREATE TABLE report (token INTEGER)")
     assert_raises(RuntimeError) do
       @store.fenced(resource: R, token: 5) do |db|
@@ -194,6 +202,7 @@ class StoreTransactionTest < Minitest::Test
     requires_sqlite3!
     @store = LeaseMachines::Store.new(File.join(scratch_dir("lease-store"), "leases.sqlite3"))
     @store.database.execute("CREATE TABLE report (token INTEGER UNIQUE)")
+    5.times { |i| @store.reacquire(resource: R, owner: 1, ttl: 1.0, now: i.to_f) } # tokens 1 to 5 issued
   end
 
   def teardown
@@ -206,7 +215,7 @@ class StoreTransactionTest < Minitest::Test
     assert_empty rows
     assert_nil @store.fence_highest(resource: R)
     refute_predicate @store.database, :transaction_active?
-    assert_equal 1, @store.acquire(resource: R, owner: 1, ttl: 1.0, now: 0.0).lease.token, "the store still works"
+    assert_equal 6, granted(@store.reacquire(resource: R, owner: 1, ttl: 1.0, now: 5.0)).token, "the store still works"
   end
 
   def test_a_throw_out_of_the_block_rolls_back
@@ -253,9 +262,8 @@ class StoreTransactionTest < Minitest::Test
   end
 
   def test_a_token_never_issued_for_the_resource_is_refused
-    @store.acquire(resource: R, owner: 1, ttl: 1.0, now: 0.0)
     error = assert_raises(ArgumentError) { @store.fenced(resource: R, token: 2**40) { flunk "must not run" } }
-    assert_equal "nightly-report: token 1099511627776 was never issued (the last one was 1)", error.message
+    assert_equal "nightly-report: token 1099511627776 was never issued (the last one was 5)", error.message
     assert_nil @store.fence_highest(resource: R), "the fence mark did not move"
   end
 

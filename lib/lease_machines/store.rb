@@ -1,11 +1,13 @@
 # frozen_string_literal: true
 
-require "sqlite3"
 require "lease_machines"
+require "weakref"
+require_relative "store/sqlite"
 
 module LeaseMachines
-  # A storage operation failed (the database is locked past the busy timeout, read-only, corrupt, ...). The
-  # transaction was rolled back: nothing was decided, nothing was written. The SQLite error is the +cause+.
+  # A storage operation failed (the database is locked past the busy timeout, read-only, corrupt, in a transaction
+  # the store may not commit, ...). The transaction was rolled back: nothing was decided, nothing was written. The
+  # database driver's error, when there is one, is the +cause+.
   class StoreError < Error; end
 
   # A fenced write carried a token older than the highest one its resource has seen. The write's transaction was
@@ -22,65 +24,72 @@ module LeaseMachines
     end
   end
 
-  # A durable authority over a SQLite database file, keeping the core's persistence contract:
+  # A durable authority over a database, keeping the core's persistence contract. The shape of every request is
+  # written here once; the database's own part (opening it, its transactions, reading and writing the two tables)
+  # is an adapter (Store::SQLite). The extension makes every decision.
   #
-  # 1. One serialized history per resource: each request is one `BEGIN IMMEDIATE` transaction that reads the
+  # 1. One serialized history per resource: each request is one transaction that takes the write lock, reads the
   #    resource's row, restores the authority from it, decides, writes the new checkpoint and commits.
   # 2. Commit before exposing a decision: a decision is returned only after its transaction committed. On any
   #    storage error the transaction rolls back and StoreError is raised: no grant is ever returned uncommitted.
   # 3. The fence high-water is persisted atomically with the protected write: #fenced checks and raises it, then runs
-  #    the caller's block, all in one transaction.
+  #    the caller's block, all in one transaction (the application's own, when one is open on the connection).
   # 4. Only the newest checkpoint is ever restored (the row is the checkpoint), with one clock origin: the Unix epoch
   #    of the machine's wall clock, read as Float seconds. A wall clock can step backwards, so the authority runs with
   #    the +:clamp+ clock policy: a backwards step is evaluated at the latest instant any process recorded, and can
   #    neither revive nor shorten a lease. Pass +now:+ to use your own clock instead (one origin per database).
   # 5. The fence rows live in the same database and survive restarts; tokens keep rising from the stored high-water.
+  # 6. Interrupts cannot split a request: asynchronous exceptions (Timeout, Thread#raise, Thread#kill, a signal's
+  #    Interrupt) are deferred from the moment the transaction opens until it has committed or rolled back, and act
+  #    once it has; only the block of #fenced runs interruptible, and whatever leaves it rolls its writes back. A
+  #    transaction this store opened and could not close (its thread or fiber died inside it) is rolled back by the
+  #    store's next request.
   #
   # One Store per process (open it after fork) or per thread; every process on the machine may open the same file.
   # The schema (lib/lease_machines/store/schema.sql) is created on first use.
   class Store
     # The schema, for people who manage their own migrations.
-    SCHEMA = File.read(File.expand_path("store/schema.sql", __dir__)).freeze
+    SCHEMA = SQLite::SCHEMA
     # The machine's wall clock as Float seconds since the Unix epoch, shared by every process on the machine.
     WALL_CLOCK = -> { Process.clock_gettime(Process::CLOCK_REALTIME) }
-    # SQLite integers are signed 64-bit: the store refuses to issue tokens above this.
-    MAX_TOKEN = 2**63 - 1
+    # The database's integers are signed 64-bit: the store refuses to issue tokens above this.
+    MAX_TOKEN = SQLite::MAX_INTEGER
+    # The longest resource name, in bytes of UTF-8.
+    MAX_RESOURCE_BYTES = 1024
 
-    COLUMNS = "owner, token, expires_at, last_issued, observed, revision"
-    private_constant :COLUMNS
+    # What names the database in messages: the database file's path.
+    def path = @adapter.name
 
-    # The database file's path.
-    attr_reader :path
-
-    # Opens (creating if needed) the database at +database+, a path, or uses an open SQLite3::Database (your
-    # application's own connection, so that #fenced writes land in your tables). +busy_timeout+ is how long, in Float
-    # seconds, a request waits for another process's transaction before raising StoreError; +clock+ returns Float
-    # seconds; +clock_policy+ is the authority's (see Authority.new). Raises StoreError when the database cannot be
-    # opened or set up.
+    # Opens (creating if needed) the database at +database+, a path (String or Pathname), or uses an open
+    # SQLite3::Database (your application's own connection, so that #fenced writes land in your tables, in your
+    # transaction when one is open). +busy_timeout+ is how long, in Float seconds (0 to about 24 days), a request
+    # waits for another process's transaction before raising StoreError; +clock+ (anything with +call+) returns Float
+    # seconds; +clock_policy+ is the authority's (see Authority.new). Raises TypeError or ArgumentError for a bad
+    # argument, StoreError when the database cannot be opened or set up.
     def initialize(database, busy_timeout: 5.0, clock: WALL_CLOCK, clock_policy: :clamp)
       Authority.new(clock_policy: clock_policy) # refuse a bad policy now, not at the first request
+      unless KERNEL_RESPOND_TO.bind_call(clock, :call)
+        raise TypeError, "clock must respond to call, got #{Store.type_name(clock)}"
+      end
+
       @clock = clock
       @clock_policy = clock_policy
-      owned = !database.is_a?(SQLite3::Database)
-      @db = owned ? SQLite3::Database.new(database.to_s) : database
-      @path = @db.filename || database.to_s
+      # The fiber inside a transaction this store opened (nil when none is open), and whether it is running the block
+      # of #fenced. Read and written with interrupts deferred.
+      @transaction_fiber = nil
+      @in_block = false
+      @deciding = false
       begin
-        @db.busy_timeout = (Float(busy_timeout) * 1000).round
-        @db.execute("PRAGMA journal_mode = WAL")
-        @db.execute("PRAGMA synchronous = FULL")
-        @db.execute_batch(SCHEMA)
-      rescue SQLite3::Exception
-        @db.close if owned
-        raise
+        @adapter = SQLite.new(database, busy_timeout: busy_timeout)
+      rescue *SQLite::ERRORS => e
+        raise StoreError, "cannot open the lease store at #{SQLite.path(database)}: #{e.message}"
       end
-    rescue SQLite3::Exception => e
-      raise StoreError, "cannot open the lease store at #{database}: #{e.message}"
     end
 
     # The underlying SQLite3::Database, for the caller's own tables (inside #fenced, use the block's argument).
-    def database = @db
+    def database = @adapter.connection
 
-    def close = @db.close
+    def close = @adapter.close
 
     # Authority#acquire on +resource+ (a String), durably. +now+ defaults to the store's clock.
     def acquire(resource:, owner:, ttl:, now: nil)
@@ -102,134 +111,238 @@ module LeaseMachines
       decide(resource, now) { |authority, at| authority.release(owner: owner, token: token, now: at) }
     end
 
-    # Hands the live lease from +owner+ (with its +token+) to +to+, in one transaction: a release followed by a grant
-    # to +to+ with a new, greater token, so the old token is fenced. Returns the grant, or the first refusal (and
-    # then nothing changed but the clock watermark).
-    def transfer(resource:, owner:, token:, to:, ttl:, now: nil)
+    # Hands the live lease from +owner+ (with its +token+) to +new_owner+, in one transaction: a release followed by
+    # a grant to +new_owner+ with a new, greater token, so the old token is fenced. Answers +:transferred+ with the
+    # new owner's lease (as Table#transfer does), or the first refusal (and then nothing changed but the clock
+    # watermark). The new owner and the TTL are checked as #acquire checks them, refused or not.
+    def transfer(resource:, owner:, token:, new_owner:, ttl:, now: nil)
       decide(resource, now) do |authority, at|
+        Authority.new(clock_policy: @clock_policy).acquire(owner: new_owner, now: at, ttl: ttl) # the arguments' checks
         released = authority.release(owner: owner, token: token, now: at)
-        released.released? ? authority.acquire(owner: to, now: at, ttl: ttl) : released
+        next released unless released.released?
+
+        granted = authority.acquire(owner: new_owner, now: at, ttl: ttl)
+        granted.granted? ? Decision.new(status: :transferred, lease: granted.lease, reason: nil) : granted
       end
     end
 
     # The resource's committed checkpoint (an empty one for a resource never asked for).
     def checkpoint(resource:)
-      storage { read(resource).first }
+      name = resource_name(resource)
+      storage { read(name).first }
     end
 
     # How many accepted changes the resource's row has seen.
     def revision(resource:)
-      storage { read(resource).last }
+      name = resource_name(resource)
+      storage { read(name).last }
     end
 
     # The highest token the resource's fenced writes have carried, or nil.
     def fence_highest(resource:)
-      storage { @db.get_first_value("SELECT highest FROM lease_machines_fences WHERE resource = ?", [resource]) }
+      name = resource_name(resource)
+      storage { read_fence(name) }
     end
 
     # Runs the block (given the SQLite3::Database) as a write protected by +token+, in one transaction with the fence
     # check: the block runs only if +token+ is at least the highest token +resource+ has seen, which it then becomes.
-    # Raises Fenced (nothing written, the block not run) for an older token, and ArgumentError for a token above the
-    # resource's high-water in this store (never issued). Whatever leaves the block other than its return (an
-    # exception of any class, +throw+, +break+) rolls its writes back and goes on unchanged. Returns the block's
-    # value once committed.
+    # When the connection is already inside a transaction (your application's), the check, the mark and the block
+    # join it under a savepoint, and commit with it. Raises Fenced (nothing written, the block not run) for an older
+    # token, and ArgumentError for a token this store never issued for +resource+ (above its high-water, or for a
+    # resource never granted). Whatever leaves the block other than its return (an exception of any class, +throw+,
+    # +break+, an interrupt) rolls its writes back and goes on unchanged. Returns the block's value once committed.
     def fenced(resource:, token:)
-      transaction do
-        highest = storage { @db.get_first_value("SELECT highest FROM lease_machines_fences WHERE resource = ?", [resource]) }
-        fence = Fence.new(highest: highest)
-        raise Fenced.new(resource: resource, token: token, highest: highest) unless fence.accept(token)
-
-        issued = storage { read(resource).first.last_issued }
-        if issued && token > issued
-          raise ArgumentError, "#{resource}: token #{token} was never issued (the last one was #{issued})"
+      name = resource_name(resource)
+      joined = opened = done = false
+      begin
+        critical do
+          recover
+          joined = joining?
+          joined ? storage { @adapter.savepoint } : open_transaction
+          opened = true
+          @deciding = true
+          raise_fence(name, token)
+          @deciding = false
+          @in_block = true unless joined
         end
-
-        check_token_range!(fence.highest)
-        storage do
-          @db.execute(<<~SQL, [resource, fence.highest])
-            INSERT INTO lease_machines_fences (resource, highest) VALUES (?, ?)
-            ON CONFLICT (resource) DO UPDATE SET highest = excluded.highest
-          SQL
+        result = yield @adapter.connection
+        critical do
+          joined ? storage { @adapter.release_savepoint } : commit_transaction
+          done = true
         end
-        yield @db
+        result
+      ensure
+        critical do
+          @deciding = false
+          @in_block = false unless joined
+          finish(joined) if opened && !done
+        end
       end
     end
+
+    # The name of +value+'s class, for messages (safe for a BasicObject, never an unbounded #inspect).
+    def self.type_name(value) = KERNEL_CLASS.bind_call(value).name || "an anonymous class"
+
+    KERNEL_CLASS = Kernel.instance_method(:class)
+    KERNEL_RESPOND_TO = Kernel.instance_method(:respond_to?)
+    private_constant :KERNEL_CLASS, :KERNEL_RESPOND_TO
 
     private
 
+    # Runs the block with every asynchronous exception deferred until it has returned or raised.
+    def critical(&) = Thread.handle_interrupt(Object => :never, &)
+
     def decide(resource, now)
-      transaction do
-        before, revision = storage { read(resource) }
-        authority = Authority.restore(before, clock_policy: @clock_policy)
-        decision = yield authority, now || @clock.call
-        after = authority.checkpoint
-        if decision.accepted?
-          storage { write(resource, after, revision + 1) }
-        elsif after.observed != before.observed || revision.zero?
-          # A refusal changes no lease, but the clock watermark it observed stands.
-          kept = Checkpoint.new(last_issued: before.last_issued, lease: before.lease, observed: after.observed)
-          storage { write(resource, kept, revision) }
+      name = resource_name(resource)
+      critical do
+        recover
+        raise StoreError, "#{path}: a decision cannot commit inside an open transaction; commit it first" if joining?
+
+        open_transaction
+        committed = false
+        begin
+          @deciding = true
+          before, revision = storage { read(name) }
+          authority = Authority.restore(before, clock_policy: @clock_policy)
+          decision = yield authority, now.nil? ? @clock.call : now
+          after = authority.checkpoint
+          if decision.accepted?
+            storage { write(name, after, revision + 1) }
+          elsif after.observed != before.observed || revision.zero?
+            # A refusal changes no lease, but the clock watermark it observed stands.
+            kept = Checkpoint.new(last_issued: before.last_issued, lease: before.lease, observed: after.observed)
+            storage { write(name, kept, revision) }
+          end
+          commit_transaction
+          committed = true
+          decision
+        ensure
+          @deciding = false
+          finish(false) unless committed
         end
-        decision
       end
     end
 
-    # Runs the block in one BEGIN IMMEDIATE transaction, committed when the block returns and rolled back when
-    # anything else leaves it (an exception of any class, throw, break) or the commit itself fails.
-    def transaction
-      storage { @db.execute("BEGIN IMMEDIATE") }
-      committed = false
-      begin
-        result = yield
-        storage { @db.execute("COMMIT") }
-        committed = true
-        result
-      ensure
-        rollback unless committed
+    # Whether a transaction someone else opened (the application) is open on the connection. A transaction this
+    # store opened is the caller's own #fenced block calling back in, which joins it too.
+    def joining? = storage { @adapter.in_transaction? }
+
+    # Rolls back a transaction this store opened in a fiber that can no longer close it (the fiber died inside it,
+    # or this fiber left it without the store's cleanup). Raises StoreError when another live fiber is inside one.
+    def recover
+      return if @transaction_fiber.nil?
+
+      fiber = @transaction_fiber.weakref_alive? ? @transaction_fiber.__getobj__ : nil
+      if fiber.equal?(Fiber.current)
+        return if @in_block
+        if @deciding
+          raise StoreError, "#{path}: the store was called from inside one of its own requests (by its clock?)"
+        end
+      elsif fiber&.alive?
+        raise StoreError, "#{path}: another thread or fiber is inside a transaction of this store; " \
+                          "open one Store per thread"
+      end
+
+      @in_block = false
+      finish(false)
+    end
+
+    def open_transaction
+      storage { @adapter.begin_transaction }
+      @transaction_fiber = WeakRef.new(Fiber.current)
+    end
+
+    def commit_transaction
+      storage { @adapter.commit }
+      @transaction_fiber = nil
+    end
+
+    # Rolls back what this request opened: its savepoint when +joined+, else its transaction.
+    def finish(joined)
+      if joined
+        @adapter.rollback_to_savepoint
+      else
+        @adapter.rollback
+        @transaction_fiber = nil
       end
     end
 
-    def rollback
-      @db.execute("ROLLBACK") if @db.transaction_active?
-    rescue SQLite3::Exception
-      nil # SQLite already rolled back (a statement with ON CONFLICT ROLLBACK, say); what went wrong goes on
+    # Checks +token+ against the resource's fence and the tokens this store issued for it, then raises the mark.
+    def raise_fence(name, token)
+      highest = storage { read_fence(name) }
+      fence = Fence.new(highest: highest)
+      raise Fenced.new(resource: name, token: token, highest: highest) unless fence.accept(token)
+
+      issued = storage { read(name).first.last_issued }
+      if issued.nil? || token > issued
+        raise ArgumentError, "#{name}: token #{token} was never issued " \
+                             "(#{issued ? "the last one was #{issued}" : "no lease was ever granted on it"})"
+      end
+
+      storage { @adapter.write_fence(name, fence.highest) }
     end
 
-    # [checkpoint, revision] of the resource's row; an empty checkpoint and revision 0 when there is none.
-    def read(resource)
-      row = @db.get_first_row("SELECT #{COLUMNS} FROM lease_machines_leases WHERE resource = ?", [resource])
+    # +resource+ as the UTF-8 String the database stores: a String whose bytes are valid UTF-8, 1 to
+    # MAX_RESOURCE_BYTES of them. Raises TypeError or ArgumentError otherwise.
+    def resource_name(resource)
+      raise TypeError, "resource must be a String, got #{Store.type_name(resource)}" unless String === resource
+
+      name = resource.encoding == Encoding::UTF_8 ? resource : resource.b.force_encoding(Encoding::UTF_8)
+      raise ArgumentError, "resource is empty" if name.empty?
+      raise ArgumentError, "resource is not valid UTF-8" unless name.valid_encoding?
+      if name.bytesize > MAX_RESOURCE_BYTES
+        raise ArgumentError, "resource is #{name.bytesize} bytes long; at most #{MAX_RESOURCE_BYTES} are allowed"
+      end
+
+      name
+    end
+
+    # [checkpoint, revision] of the resource's row; an empty checkpoint and revision 0 when there is none. A row no
+    # history can produce raises StoreError.
+    def read(name)
+      row = @adapter.lease_row(name)
       return [Checkpoint.new(last_issued: nil, lease: nil, observed: 0.0), 0] unless row
 
       owner, token, expires_at, last_issued, observed, revision = row
-      lease = token && Lease.new(owner: owner.negative? ? owner + 2**64 : owner, token: token, expires_at: expires_at)
+      corrupt!(name, "revision #{revision.inspect[0, 40]} is not a count") unless revision.is_a?(Integer) && !revision.negative?
+      lease = token && Lease.new(owner: owner, token: token, expires_at: expires_at)
       [Checkpoint.new(last_issued: last_issued, lease: lease, observed: observed), revision]
-    rescue ArgumentError, TypeError, RangeError, NoMethodError => e
-      raise StoreError, "corrupt lease row for #{resource.inspect} in #{@path}: #{e.message}"
+    rescue ArgumentError, TypeError, RangeError, NoMethodError, FloatDomainError => e
+      corrupt!(name, e.message)
     end
 
-    def write(resource, checkpoint, revision)
+    # The stored fence mark of +name+, nil without one. A mark no history can produce raises StoreError.
+    def read_fence(name)
+      highest = @adapter.fence_highest(name)
+      return highest if highest.nil? || (highest.is_a?(Integer) && highest.between?(1, MAX_TOKEN))
+
+      raise StoreError, "corrupt fence row for #{name.inspect} in #{path}: highest #{highest.inspect[0, 40]} " \
+                        "is not a token"
+    end
+
+    def corrupt!(name, what)
+      raise StoreError, "corrupt lease row for #{name.inspect} in #{path}: #{what}"
+    end
+
+    def write(name, checkpoint, revision)
       lease = checkpoint.lease
       check_token_range!(checkpoint.last_issued)
-      owner = lease && (lease.owner >= 2**63 ? lease.owner - 2**64 : lease.owner)
-      @db.execute(<<~SQL, [resource, owner, lease&.token, lease&.expires_at, checkpoint.last_issued, checkpoint.observed, revision])
-        INSERT INTO lease_machines_leases (resource, #{COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (resource) DO UPDATE SET owner = excluded.owner, token = excluded.token,
-          expires_at = excluded.expires_at, last_issued = excluded.last_issued, observed = excluded.observed,
-          revision = excluded.revision
-      SQL
+      @adapter.write_lease(name, lease&.owner, lease&.token, lease&.expires_at, checkpoint.last_issued,
+                           checkpoint.observed, revision)
     end
 
     def check_token_range!(token)
       return if token.nil? || token <= MAX_TOKEN
 
-      raise StoreError, "token #{token} does not fit SQLite's signed 64-bit integers (max #{MAX_TOKEN})"
+      raise StoreError, "token #{token} does not fit the database's signed 64-bit integers (max #{MAX_TOKEN})"
     end
 
-    # Runs one of the store's own storage operations; SQLite's errors become StoreError (with the original as cause).
+    # Runs one of the store's own storage operations; the database driver's errors become StoreError (with the
+    # original as cause).
     def storage
       yield
-    rescue SQLite3::Exception => e
-      raise StoreError, "lease store #{@path}: #{e.message}"
+    rescue *SQLite::ERRORS => e
+      raise StoreError, "lease store #{path}: #{e.message}"
     end
   end
 end

@@ -1,0 +1,142 @@
+# frozen_string_literal: true
+
+require "sqlite3"
+
+module LeaseMachines
+  class Store
+    # The SQLite side of Store: how to open the database, run a transaction, and read and write the two tables. It
+    # makes no decision (Store and the extension do) and knows no lease rule.
+    #
+    # Rows are read with prepared statements stepped by hand, which answer Arrays whatever the connection's
+    # +results_as_hash+ says, so the application's own connection works with any settings.
+    class SQLite
+      # What this database's driver raises; Store turns it into StoreError.
+      ERRORS = [SQLite3::Exception].freeze
+      # SQLite integers are signed 64-bit: the store refuses to issue tokens above this.
+      MAX_INTEGER = 2**63 - 1
+      # The schema, for people who manage their own migrations.
+      SCHEMA = File.read(File.expand_path("schema.sql", __dir__)).freeze
+      # The busy timeout is handed to SQLite in whole milliseconds, as a C int.
+      MAX_BUSY_TIMEOUT = (2**31 - 1) / 1000.0
+
+      LEASE_COLUMNS = "owner, token, expires_at, last_issued, observed, revision"
+      READ_LEASE = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = ?".freeze
+      WRITE_LEASE = <<~SQL.freeze
+        INSERT INTO lease_machines_leases (resource, #{LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (resource) DO UPDATE SET owner = excluded.owner, token = excluded.token,
+          expires_at = excluded.expires_at, last_issued = excluded.last_issued, observed = excluded.observed,
+          revision = excluded.revision
+      SQL
+      READ_FENCE = "SELECT highest FROM lease_machines_fences WHERE resource = ?"
+      WRITE_FENCE = <<~SQL.freeze
+        INSERT INTO lease_machines_fences (resource, highest) VALUES (?, ?)
+        ON CONFLICT (resource) DO UPDATE SET highest = excluded.highest
+      SQL
+      private_constant :LEASE_COLUMNS, :READ_LEASE, :WRITE_LEASE, :READ_FENCE, :WRITE_FENCE
+
+      # The connection, and what names it in messages (the database file's path, or ":memory:").
+      attr_reader :connection, :name
+
+      # Opens +database+ (a path: String or Pathname) or takes an open SQLite3::Database (the application's own).
+      # +busy_timeout+ is Float seconds (0 to about 24 days). Raises TypeError or ArgumentError for bad arguments,
+      # SQLite3::Exception when the database cannot be opened or set up.
+      def initialize(database, busy_timeout:)
+        milliseconds = self.class.busy_timeout_ms(busy_timeout)
+        @owned = !(SQLite3::Database === database)
+        @connection = @owned ? SQLite3::Database.new(self.class.path(database)) : database
+        @name = @connection.filename.to_s.empty? ? ":memory:" : @connection.filename
+        begin
+          @connection.busy_timeout = milliseconds
+          @connection.execute("PRAGMA journal_mode = WAL")
+          @connection.execute("PRAGMA synchronous = FULL")
+          @connection.execute_batch(SCHEMA)
+        rescue SQLite3::Exception
+          close if @owned
+          raise
+        end
+      end
+
+      # The path of +database+ (a String or a Pathname). Raises TypeError for
+      # anything else (an object is never turned into a file name by its +to_s+), ArgumentError for an empty path.
+      def self.path(database)
+        path = defined?(Pathname) && Pathname === database ? database.to_path : database
+        unless String === path
+          raise TypeError, "database must be a path (String or Pathname) or an SQLite3::Database, " \
+                           "got #{Store.type_name(database)}"
+        end
+        raise ArgumentError, "database path is empty" if path.empty?
+        raise ArgumentError, "database path contains a NUL byte" if path.include?("\0")
+
+        path
+      end
+
+      # +seconds+ (an Integer or Float, 0 to MAX_BUSY_TIMEOUT) in whole milliseconds, rounded to the nearest.
+      def self.busy_timeout_ms(seconds)
+        unless Integer === seconds || Float === seconds
+          raise TypeError, "busy_timeout must be Float seconds, got #{Store.type_name(seconds)}"
+        end
+        unless seconds >= 0 && seconds <= MAX_BUSY_TIMEOUT
+          raise ArgumentError, "busy_timeout must be between 0 and #{MAX_BUSY_TIMEOUT} seconds, got #{seconds}"
+        end
+
+        (seconds * 1000).round
+      end
+
+      def close = @connection.close
+
+      def in_transaction? = @connection.transaction_active?
+
+      # Takes the write lock at once, so that the read below sees the newest committed row and no other writer can
+      # slip in between the read and the write.
+      def begin_transaction = @connection.execute("BEGIN IMMEDIATE")
+
+      def commit = @connection.execute("COMMIT")
+
+      def rollback
+        @connection.execute("ROLLBACK") if in_transaction?
+      rescue SQLite3::Exception
+        nil # SQLite already rolled back (a statement with ON CONFLICT ROLLBACK, say); what went wrong goes on
+      end
+
+      # Inside a transaction someone else opened (the application's): a savepoint of its own.
+      def savepoint = @connection.execute("SAVEPOINT lease_machines")
+      def release_savepoint = @connection.execute("RELEASE lease_machines")
+
+      def rollback_to_savepoint
+        @connection.execute("ROLLBACK TO lease_machines")
+        @connection.execute("RELEASE lease_machines")
+      rescue SQLite3::Exception
+        nil
+      end
+
+      # [owner, token, expires_at, last_issued, observed, revision] of the resource's row, or nil. The owner is
+      # stored as its two's complement when above MAX_INTEGER, and comes back as the Integer it was.
+      def lease_row(resource)
+        row = step(READ_LEASE, resource)&.dup
+        row[0] += 2**64 if row && Integer === row[0] && row[0].negative?
+        row
+      end
+
+      def write_lease(resource, owner, token, expires_at, last_issued, observed, revision)
+        owner -= 2**64 if owner && owner > MAX_INTEGER
+        step(WRITE_LEASE, resource, owner, token, expires_at, last_issued, observed, revision)
+      end
+
+      # The stored high-water of the resource's fenced writes, or nil without a row.
+      def fence_highest(resource) = step(READ_FENCE, resource)&.first
+
+      def write_fence(resource, highest) = step(WRITE_FENCE, resource, highest)
+
+      private
+
+      # The statement's first row as an Array (nil when there is none), read without the connection's result
+      # settings, the statement closed whatever happens.
+      def step(sql, *binds)
+        @connection.prepare(sql) do |statement|
+          statement.bind_params(*binds)
+          statement.step
+        end
+      end
+    end
+  end
+end

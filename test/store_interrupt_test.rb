@@ -1,0 +1,109 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "timeout"
+require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
+
+# A soak of asynchronous exceptions: Timeout, Thread#raise and Thread#kill land at random instants inside the
+# store's requests. None may leave a transaction open, a lock held or a decision half-made: after each one the
+# connection is idle, another connection writes at once, and the grants and fenced writes that came back obey the
+# rules.
+class StoreInterruptTest < Minitest::Test
+  RESOURCES = %w[nightly-report invoices].freeze
+  Abandon = Class.new(StandardError)
+
+  def setup
+    requires_sqlite3!
+    dir = scratch_dir("lease-interrupts")
+    @path = File.join(dir, "leases.sqlite3")
+    @store = LeaseMachines::Store.new(@path)
+    @store.database.execute("CREATE TABLE writes (id INTEGER PRIMARY KEY, resource TEXT, token INTEGER)")
+    @probe = LeaseMachines::Store.new(@path, busy_timeout: 0)
+    @granted = Hash.new { |hash, key| hash[key] = [] }
+  end
+
+  def teardown
+    @probe&.close
+    @store&.close
+  end
+
+  # One request of a random kind against the store; grants that came back are recorded.
+  def request(random)
+    resource = RESOURCES.sample(random: random)
+    now = Process.clock_gettime(Process::CLOCK_REALTIME)
+    case random.rand(4)
+    when 0, 1
+      decision = @store.reacquire(resource: resource, owner: 7, ttl: 0.5, now: now)
+      @granted[resource] << decision.lease.token if decision.granted?
+    when 2
+      token = @granted[resource].last or return
+      @store.fenced(resource: resource, token: token) do |db|
+        db.execute("INSERT INTO writes (resource, token) VALUES (?, ?)", [resource, token])
+      end
+    else
+      token = @granted[resource].last or return
+      @store.release(resource: resource, owner: 7, token: token, now: now)
+    end
+  rescue LeaseMachines::Fenced
+    nil
+  end
+
+  def for_at_most(seconds)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+    yield while Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+  end
+
+  def assert_idle_and_unlocked(round)
+    refute_predicate @store.database, :transaction_active?, "round #{round}: a transaction was left open"
+    decision = @probe.acquire(resource: "probe-#{round}", owner: 1, ttl: 1.0, now: 0.0)
+    assert_equal :granted, decision.status, "round #{round}: another connection could not write at once"
+  end
+
+  def test_random_interrupts_never_leave_a_transaction_open_or_a_decision_half_made
+    random = Random.new(Minitest.seed)
+    interrupts = Hash.new(0)
+    rounds = iterations(150)
+    rounds.times do |round|
+      case round % 3
+      when 0
+        begin
+          Timeout.timeout(random.rand * 0.0008) { for_at_most(2.0) { request(random) } }
+          flunk "round #{round}: the timeout never arrived (swallowed inside a request?)"
+        rescue Timeout::Error
+          interrupts[:timeout] += 1
+        end
+      else
+        worker = Thread.new { for_at_most(5.0) { request(random) } }
+        worker.report_on_exception = false
+        sleep(random.rand * 0.001)
+        if round % 3 == 1
+          worker.raise(Abandon)
+          interrupts[:raise] += 1
+        else
+          worker.kill
+          interrupts[:kill] += 1
+        end
+        begin
+          assert worker.join(10), "round #{round}: the interrupted worker did not finish"
+        rescue Abandon
+          nil
+        end
+      end
+      assert_idle_and_unlocked(round)
+    end
+
+    assert_equal rounds, interrupts.values.sum
+    RESOURCES.each do |resource|
+      grants = @granted[resource]
+      assert_operator grants.size, :>=, 10, "#{resource}: the soak did real work"
+      assert_equal grants.sort.uniq, grants, "#{resource}: tokens came back in order, none twice"
+      last_issued = @store.checkpoint(resource: resource).last_issued
+      assert_operator last_issued, :>=, grants.max, "#{resource}: every grant returned was committed"
+      written = @store.database.execute("SELECT token FROM writes WHERE resource = ? ORDER BY id", [resource]).flatten
+      assert_equal written.sort, written, "#{resource}: a fenced write landed after a newer token's"
+      assert_empty written - grants, "#{resource}: every write carried a granted token"
+      highest = @store.fence_highest(resource: resource)
+      assert_equal written.max, highest, "#{resource}: the fence mark is the newest committed write's token"
+    end
+  end
+end
