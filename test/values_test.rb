@@ -5,6 +5,19 @@ require "test_helper"
 # Lease, Checkpoint, Cadence and Decision are frozen values: compared by value, hashable, inspectable, matchable and
 # shareable between Ractors.
 class ValuesTest < Minitest::Test
+  def test_a_checkpoint_says_which_tokens_its_history_issued
+    three = LeaseMachines::Checkpoint.new(last_issued: 3, lease: nil, observed: 0.0)
+    assert_equal [false, true, true, true, false, false], [0, 1, 2, 3, 4, 2**64 - 1].map { three.issued?(_1) }
+    refute LeaseMachines::Checkpoint.new(last_issued: nil, lease: nil, observed: 0.0).issued?(1)
+  end
+
+  def test_issued_takes_a_token
+    ill_typed!
+    checkpoint = LeaseMachines::Checkpoint.new(last_issued: 3, lease: nil, observed: 0.0)
+    assert_raises(TypeError) { checkpoint.issued?("2") }
+    assert_raises(RangeError) { checkpoint.issued?(-1) }
+  end
+
   def lease(token: 1) = LeaseMachines::Lease.new(owner: 7, token: token, expires_at: 30.0)
 
   def checkpoint = LeaseMachines::Checkpoint.new(last_issued: 2, lease: lease, observed: 5.0)

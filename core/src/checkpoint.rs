@@ -59,6 +59,17 @@ impl Checkpoint {
         self.last_issued
     }
 
+    /// Whether this history issued `token`: true iff some token was issued and `token` is at most the high-water
+    /// (tokens are issued 1, 2, 3, ... with none skipped). A token above it was never granted by this history: made
+    /// up, or from another one.
+    #[must_use]
+    pub const fn issued(&self, token: FencingToken) -> bool {
+        match self.last_issued {
+            Some(high_water) => token.value() <= high_water.value(),
+            None => false,
+        }
+    }
+
     /// The current lease record (live or expired), or `None` when vacant.
     #[must_use]
     pub const fn lease(&self) -> Option<Lease> {

@@ -741,4 +741,24 @@ proptest! {
         }
         prop_assert_eq!(restored, original);
     }
+
+    #[test]
+    fn a_checkpoint_issued_exactly_the_tokens_its_authority_granted(
+        requests in prop::collection::vec(absolute_request(), 0..80),
+    ) {
+        let mut authority = LeaseAuthority::new().with_clock_policy(ClockPolicy::Clamp);
+        let mut granted = Vec::new();
+        for request in &requests {
+            if let Decision::Granted(lease) = run(&mut authority, request) {
+                granted.push(lease.token().value());
+            }
+        }
+        let checkpoint = authority.checkpoint();
+        let highest = granted.iter().copied().max().unwrap_or(0);
+        for value in 1..=highest + 3 {
+            let token = FencingToken::new(value).expect("not zero");
+            prop_assert_eq!(checkpoint.issued(token), value <= highest, "token {}", value);
+        }
+        prop_assert!(granted.iter().all(|&value| (1..=highest).contains(&value)));
+    }
 }

@@ -11,7 +11,7 @@ use lease_machines::{Cadence, Checkpoint, Lease};
 use magnus::{prelude::*, Error, IntoValue, RString, Ruby, Value};
 
 use crate::convert::{
-    issued_token_arg, optional_record_arg, optional_token_arg, owner_arg, record_arg, seconds, seconds_arg,
+    issued_token_arg, optional_record_arg, optional_token_arg, owner_arg, record_arg, seconds, seconds_arg, token_arg,
 };
 use crate::data::{CadenceMembers, CheckpointMembers, LeaseMembers, CADENCE, CHECKPOINT, LEASE};
 use crate::json;
@@ -114,6 +114,11 @@ fn checkpoint_to_json(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     Ok(checkpoint_arg(ruby, rb_self)?.to_json())
 }
 
+fn checkpoint_issued(ruby: &Ruby, rb_self: Value, token: Value) -> Result<bool, Error> {
+    let checkpoint = checkpoint_arg(ruby, rb_self)?;
+    Ok(token_arg(ruby, "token", token)?.is_some_and(|token| checkpoint.issued(token)))
+}
+
 fn checkpoint_from_json(ruby: &Ruby, text: RString) -> Result<Value, Error> {
     checkpoint(ruby, &json::read::<Checkpoint>(ruby, text)?)
 }
@@ -176,6 +181,7 @@ pub fn define(ruby: &Ruby) -> Result<(), Error> {
     let checkpoint = CHECKPOINT.class(ruby)?;
     checkpoint.define_private_method("_initialize", magnus::method!(checkpoint_initialize, 3))?;
     checkpoint.define_private_method("_to_json", magnus::method!(checkpoint_to_json, 0))?;
+    checkpoint.define_private_method("_issued", magnus::method!(checkpoint_issued, 1))?;
     checkpoint.singleton_class()?.define_private_method("_from_json", magnus::function!(checkpoint_from_json, 1))?;
 
     let cadence = CADENCE.class(ruby)?;

@@ -13,6 +13,10 @@ module LeaseMachines
     # The checkpoint read from its JSON document (format 1, see core/FORMAT.md). Raises InvalidDocument.
     def self.from_json(json) = _from_json(json)
 
+    # Whether this history issued +token+ (an Integer in 0..2**64-1): some token was issued and +token+ is at most
+    # +last_issued+ (token 0 never is). Raises TypeError or RangeError for anything else.
+    def issued?(token) = _issued(token)
+
     # The checkpoint as a JSON document (format 1): times in integer nanoseconds, nothing rounded.
     def to_json(*) = _to_json
   end

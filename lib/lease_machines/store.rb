@@ -273,8 +273,9 @@ module LeaseMachines
       fence = Fence.new(highest: highest)
       raise Fenced.new(resource: name, token: token, highest: highest) unless fence.accept(token)
 
-      issued = storage { read(name).first.last_issued }
-      if issued.nil? || token > issued
+      checkpoint = storage { read(name).first }
+      unless checkpoint.issued?(token)
+        issued = checkpoint.last_issued
         raise ArgumentError, "#{name}: token #{token} was never issued " \
                              "(#{issued ? "the last one was #{issued}" : "no lease was ever granted on it"})"
       end
