@@ -64,8 +64,9 @@ module LeaseMachines
     # SQLite3::Database (your application's own connection, so that #fenced writes land in your tables, in your
     # transaction when one is open). +busy_timeout+ is how long, in Float seconds (0 to about 24 days), a request
     # waits for another process's transaction before raising StoreError; +clock+ (anything with +call+) returns Float
-    # seconds; +clock_policy+ is the authority's (see Authority.new). Raises TypeError or ArgumentError for a bad
-    # argument, StoreError when the database cannot be opened or set up.
+    # seconds, and is called inside the request's transaction with interrupts deferred, so it must return promptly
+    # and not call the store (that raises StoreError); +clock_policy+ is the authority's (see Authority.new). Raises
+    # TypeError or ArgumentError for a bad argument, StoreError when the database cannot be opened or set up.
     def initialize(database, busy_timeout: 5.0, clock: WALL_CLOCK, clock_policy: :clamp)
       Authority.new(clock_policy: clock_policy) # refuse a bad policy now, not at the first request
       unless KERNEL_RESPOND_TO.bind_call(clock, :call)
