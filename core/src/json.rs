@@ -5,6 +5,8 @@
 
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
+#[cfg(target_has_atomic = "ptr")]
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
@@ -13,8 +15,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    AuditReport, Checkpoint, Event, EventKind, FenceGuard, FenceMark, FencingToken, Finding, FindingCode, Lease,
-    LeaseRecord, Metrics, OwnerId, Rejection, ResourceRecord, TableCheckpoint,
+    check_resource_name, AuditReport, Checkpoint, Event, EventKind, FenceGuard, FenceMark, FencingToken, Finding,
+    FindingCode, Lease, LeaseRecord, Metrics, OwnerId, Rejection, ResourceNameError, ResourceRecord, TableCheckpoint,
 };
 
 /// The format version this crate writes and reads.
@@ -56,11 +58,20 @@ pub trait Json: Sized {
 }
 
 mod sealed {
-    pub trait Sealed {}
+    use crate::ResourceNameError;
+
+    pub trait Sealed {
+        /// Whether the value may name a resource in a document: names follow
+        /// [`check_resource_name`](crate::check_resource_name), numbers are all valid.
+        fn check_name(&self) -> Result<(), ResourceNameError> {
+            Ok(())
+        }
+    }
 }
 
 /// The resource types the JSON documents support: those that serialise to a JSON string or integer, so that writing
-/// a document cannot fail. `String` for names (the Ruby gem's choice), or an integer type for numbered resources.
+/// a document cannot fail. `String` (or the shared `Arc<str>`) for names, which readers check with
+/// [`check_resource_name`] (the Ruby gem's choice), or an integer type for numbered resources.
 pub trait JsonResource: Ord + Clone + fmt::Debug + Serialize + DeserializeOwned + sealed::Sealed {}
 
 macro_rules! json_resources {
@@ -70,7 +81,31 @@ macro_rules! json_resources {
     )*};
 }
 
-json_resources!(String, u8, u16, u32, u64, i8, i16, i32, i64);
+json_resources!(u8, u16, u32, u64, i8, i16, i32, i64);
+
+impl sealed::Sealed for String {
+    fn check_name(&self) -> Result<(), ResourceNameError> {
+        check_resource_name(self)
+    }
+}
+impl JsonResource for String {}
+
+#[cfg(target_has_atomic = "ptr")]
+impl sealed::Sealed for Arc<str> {
+    fn check_name(&self) -> Result<(), ResourceNameError> {
+        check_resource_name(self)
+    }
+}
+#[cfg(target_has_atomic = "ptr")]
+impl JsonResource for Arc<str> {}
+
+/// `resource` if it may name a resource; else why not, naming the field it was read from (`events[2].resource`).
+fn named<R: JsonResource>(list: &str, index: usize, resource: R) -> Result<R, JsonError> {
+    resource
+        .check_name()
+        .map(|()| resource)
+        .map_err(|error| JsonError::Invalid(alloc::format!("{list}[{index}].resource {error}")))
+}
 
 fn encode<T: Serialize>(document: &T) -> String {
     // Every document is plain structs of integers, strings and `JsonResource`s: serialising one into a String
@@ -210,7 +245,7 @@ impl<R: JsonResource> Json for TableCheckpoint<R> {
     fn from_json(text: &str) -> Result<Self, JsonError> {
         let wire: TableWire<R> = decode(text)?;
         let mut records = Vec::with_capacity(wire.resources.len());
-        for resource in wire.resources {
+        for (index, resource) in wire.resources.into_iter().enumerate() {
             let lease = match resource.lease {
                 None => None,
                 Some(lease) => Some(LeaseRecord {
@@ -222,7 +257,7 @@ impl<R: JsonResource> Json for TableCheckpoint<R> {
                 }),
             };
             records.push(ResourceRecord {
-                resource: resource.resource,
+                resource: named("resources", index, resource.resource)?,
                 last_issued: resource.last_issued,
                 revision: resource.revision,
                 term: resource.term,
@@ -281,11 +316,12 @@ impl<R: JsonResource> Json for Vec<Event<R>> {
         let wire: EventsWire<R> = decode(text)?;
         wire.events
             .into_iter()
-            .map(|event| {
+            .enumerate()
+            .map(|(index, event)| {
                 Ok(Event {
                     kind: EventKind::from_name(&event.kind)
                         .ok_or_else(|| JsonError::Invalid(alloc::format!("unknown event kind {:?}", event.kind)))?,
-                    resource: event.resource,
+                    resource: named("events", index, event.resource)?,
                     at: instant("at_ns", event.at_ns)?,
                     owner: OwnerId::new(event.owner),
                     token: fencing_token("event token", event.token)?,
@@ -411,11 +447,12 @@ impl<R: JsonResource> Json for AuditReport<R> {
         let findings = wire
             .findings
             .into_iter()
-            .map(|finding| {
+            .enumerate()
+            .map(|(index, finding)| {
                 Ok(Finding {
                     code: FindingCode::from_name(&finding.code)
                         .ok_or_else(|| JsonError::Invalid(alloc::format!("unknown finding code {:?}", finding.code)))?,
-                    resource: finding.resource,
+                    resource: named("findings", index, finding.resource)?,
                     event_index: (finding.event_index < wire.checked_events)
                         .then_some(finding.event_index)
                         .ok_or_else(|| {
@@ -458,10 +495,11 @@ impl<R: JsonResource> Json for FenceGuard<R> {
         let marks = wire
             .marks
             .into_iter()
-            .map(|mark| {
+            .enumerate()
+            .map(|(index, mark)| {
                 Ok(FenceMark {
                     token: fencing_token("mark token", mark.token)?,
-                    resource: mark.resource,
+                    resource: named("marks", index, mark.resource)?,
                     owner: OwnerId::new(mark.owner),
                 })
             })

@@ -5,6 +5,8 @@
 //! - Times and TTLs are seconds as a Float (an Integer is accepted and converted to Float): a negative, NaN,
 //!   infinite or too large value (above `2**64` seconds) is an `ArgumentError`, anything that is not a Float or an
 //!   Integer a `TypeError`.
+//! - Resource names are Strings (else a `TypeError`) in UTF-8, non-empty and at most `LeaseMachines::MAX_RESOURCE_BYTES`
+//!   (the core's `MAX_RESOURCE_BYTES`) bytes, else an `ArgumentError` that says the limit and the size given.
 //!
 //! - A record (`LeaseMachines::Lease`, `Event`, ...) is an instance of its `Data` class, read by member name (see
 //!   `data`); anything else is a `TypeError`.
@@ -23,7 +25,7 @@
 use core::time::Duration;
 use std::cell::{Ref, RefCell, RefMut};
 
-use lease_machines::{FencingToken, OwnerId};
+use lease_machines::{check_resource_name, FencingToken, OwnerId};
 use magnus::{value::ReprValue, Error, Float, Integer, RArray, RString, Ruby, Value};
 
 use crate::data::{DataClass, Members};
@@ -117,7 +119,8 @@ pub fn bool_arg(ruby: &Ruby, name: &str, value: Value) -> Result<bool, Error> {
     }
 }
 
-/// A resource name: a non-empty String in an encoding compatible with UTF-8.
+/// A resource name: a String in an encoding compatible with UTF-8, non-empty and at most `MAX_RESOURCE_BYTES` bytes
+/// (the core's rule, `check_resource_name`).
 pub fn resource_arg(ruby: &Ruby, value: Value) -> Result<String, Error> {
     let Some(string) = RString::from_value(value) else {
         return Err(Error::new(
@@ -128,9 +131,7 @@ pub fn resource_arg(ruby: &Ruby, value: Value) -> Result<String, Error> {
     let name = string.to_string().map_err(|_| {
         Error::new(ruby.exception_arg_error(), format!("resource must be valid UTF-8, got {}", shown(value)))
     })?;
-    if name.is_empty() {
-        return Err(Error::new(ruby.exception_arg_error(), "resource must not be empty"));
-    }
+    check_resource_name(&name).map_err(|error| Error::new(ruby.exception_arg_error(), format!("resource {error}")))?;
     Ok(name)
 }
 

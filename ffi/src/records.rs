@@ -21,14 +21,14 @@ use crate::symbols::SymbolEnum;
 use crate::values;
 
 /// A frozen `LeaseMachines::TableLease`.
-pub fn table_lease(ruby: &Ruby, lease: &TableLease<String>) -> Result<Value, Error> {
+pub fn table_lease<R: AsRef<str>>(ruby: &Ruby, lease: &TableLease<R>) -> Result<Value, Error> {
     TABLE_LEASE.build(ruby, table_lease_members(ruby, lease))
 }
 
 /// The members of a `TableLease` (for a record that holds one).
-pub fn table_lease_members(ruby: &Ruby, lease: &TableLease<String>) -> TableLeaseMembers {
+pub fn table_lease_members<R: AsRef<str>>(ruby: &Ruby, lease: &TableLease<R>) -> TableLeaseMembers {
     TableLeaseMembers {
-        resource: frozen(ruby, lease.resource()).as_value(),
+        resource: frozen(ruby, lease.resource().as_ref()).as_value(),
         owner: lease.owner().value().into_value_with(ruby),
         token: lease.token().value().into_value_with(ruby),
         issued_at: seconds(lease.issued_at()).into_value_with(ruby),
@@ -38,8 +38,8 @@ pub fn table_lease_members(ruby: &Ruby, lease: &TableLease<String>) -> TableLeas
     }
 }
 
-/// A frozen `LeaseMachines::Event`.
-pub fn event(ruby: &Ruby, event: &Event<String>) -> Result<Value, Error> {
+/// A frozen `LeaseMachines::Event`, its resource `resource` (see [`events`]).
+fn event<R>(ruby: &Ruby, event: &Event<R>, resource: RString) -> Result<Value, Error> {
     let replaced = match event.replaced {
         Some(lease) => values::lease(ruby, lease)?,
         None => ruby.qnil().as_value(),
@@ -47,7 +47,7 @@ pub fn event(ruby: &Ruby, event: &Event<String>) -> Result<Value, Error> {
     EVENT.build(
         ruby,
         EventMembers {
-            resource: frozen(ruby, &event.resource).as_value(),
+            resource: resource.as_value(),
             kind: event.kind.symbol(ruby).as_value(),
             at: seconds(event.at).into_value_with(ruby),
             owner: event.owner.value().into_value_with(ruby),
@@ -60,11 +60,16 @@ pub fn event(ruby: &Ruby, event: &Event<String>) -> Result<Value, Error> {
     )
 }
 
-/// A frozen Array of frozen `Event`s.
-pub fn events<'a>(ruby: &Ruby, events: impl IntoIterator<Item = &'a Event<String>>) -> Result<Value, Error> {
+/// A frozen Array of frozen `Event`s. Their resources are interned Strings, one object per name however many
+/// events carry it, so that a log of 4096 renewals of one resource holds its name once.
+pub fn events<'a, R: AsRef<str> + 'a>(
+    ruby: &Ruby,
+    events: impl IntoIterator<Item = &'a Event<R>>,
+) -> Result<Value, Error> {
     let list = ruby.ary_new();
     for one in events {
-        list.push(event(ruby, one)?)?;
+        let resource = ruby.str_new(one.resource.as_ref()).to_interned_str();
+        list.push(event(ruby, one, resource)?)?;
     }
     list.freeze();
     Ok(list.as_value())
