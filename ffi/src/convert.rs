@@ -17,10 +17,11 @@
 //!
 //! The core counts time in nanoseconds (`Duration`); Ruby sees Floats. A Float input becomes the nearest
 //! nanosecond, and every instant the extension hands back converts to the Float it came from, so values round-trip.
-//! The exception is a deadline the engine computes (`now + ttl`), which need not be a Float's nanosecond: the
-//! extension moves it up to the next one ([`on_grid`]), so that the Float a caller sees is never earlier than the
-//! instant the engine uses (at Unix-epoch scale, by less than a microsecond). `2**64` seconds, the Float nearest
-//! `Duration::MAX`, stands for `Duration::MAX`.
+//! The exceptions are a deadline the engine computes (`now + ttl`) and an instant read from a JSON document (in
+//! nanoseconds), which need not be a Float's nanosecond: every instant handed to Ruby goes through [`instant`], which
+//! moves it up to the next one ([`on_grid`]), so that the Float a caller sees is never earlier than the instant the
+//! engine uses (at Unix-epoch scale, by less than a microsecond). Lengths of time (`remaining`, a cadence) are
+//! [`seconds`], the nearest Float. `2**64` seconds, the Float nearest `Duration::MAX`, stands for `Duration::MAX`.
 
 use core::time::Duration;
 use std::cell::{Ref, RefCell, RefMut};
@@ -252,13 +253,17 @@ pub fn seconds_arg(ruby: &Ruby, name: &str, value: Value) -> Result<Duration, Er
     Err(type_error(ruby, name, "seconds as a Float or an Integer", value))
 }
 
-/// An instant or a length of time as the Float the gem returns. Exact for every instant the extension keeps.
+/// A length of time as the nearest Float (an instant goes through [`instant`]).
 pub fn seconds(duration: Duration) -> f64 {
     duration.as_secs_f64()
 }
 
-/// A computed deadline as a Float, rounded up (see [`on_grid`]).
-pub fn deadline(duration: Duration) -> f64 {
+/// An instant as the Float the gem hands to Ruby: the earliest Float at or after it (see [`on_grid`]). Exact for
+/// every instant that came from a Float; a computed deadline, or an instant read from a JSON document in
+/// nanoseconds, moves up to the next Float, so that `now:` equal to any instant the gem reports is never before the
+/// instant the engine keeps (a lease is never live at the `expires_at` it reports, the watermark never ahead of
+/// `observed`).
+pub fn instant(duration: Duration) -> f64 {
     seconds(on_grid(duration))
 }
 

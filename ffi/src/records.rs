@@ -4,17 +4,17 @@
 
 use lease_machines::json::Json;
 use lease_machines::{
-    audit, AuditReport, Event, EventKind, FencingToken, Finding, FindingCode, Metrics, Rejection, TableLease,
+    audit, AuditReport, Event, EventKind, FencingToken, Finding, FindingCode, Lease, Metrics, Rejection, TableLease,
 };
 use magnus::{prelude::*, Error, IntoValue, RHash, RModule, RString, Ruby, Value};
 
 use crate::convert::{
-    frozen, issued_token_arg, optional, owner_arg, record_arg, records_arg, resource_arg, seconds, seconds_arg, shown,
-    u64_arg,
+    frozen, instant, issued_token_arg, optional, owner_arg, record_arg, records_arg, resource_arg, seconds,
+    seconds_arg, shown, u64_arg,
 };
 use crate::data::{
-    AuditReportMembers, EventMembers, FindingMembers, MetricsMembers, TableLeaseMembers, AUDIT_REPORT, EVENT, FINDING,
-    METRICS, TABLE_LEASE,
+    AuditReportMembers, EventMembers, FencedWriteMembers, FindingMembers, MetricsMembers, TableLeaseMembers,
+    AUDIT_REPORT, EVENT, FENCED_WRITE, FINDING, METRICS, TABLE_LEASE,
 };
 use crate::json;
 use crate::symbols::SymbolEnum;
@@ -31,10 +31,60 @@ pub fn table_lease_members<R: AsRef<str>>(ruby: &Ruby, lease: &TableLease<R>) ->
         resource: frozen(ruby, lease.resource().as_ref()).as_value(),
         owner: lease.owner().value().into_value_with(ruby),
         token: lease.token().value().into_value_with(ruby),
-        issued_at: seconds(lease.issued_at()).into_value_with(ruby),
-        expires_at: seconds(lease.expires_at()).into_value_with(ruby),
+        issued_at: instant(lease.issued_at()).into_value_with(ruby),
+        expires_at: instant(lease.expires_at()).into_value_with(ruby),
         revision: lease.revision().into_value_with(ruby),
         term: lease.term().into_value_with(ruby),
+    }
+}
+
+/// The lease a `TableLease`'s members describe, its resource the member itself (checked as a resource name).
+fn table_lease_of(ruby: &Ruby, members: TableLeaseMembers) -> Result<TableLease<Value>, Error> {
+    resource_arg(ruby, members.resource)?;
+    let lease = Lease::new(
+        owner_arg(ruby, members.owner)?,
+        issued_token_arg(ruby, "token", members.token)?,
+        seconds_arg(ruby, "expires_at", members.expires_at)?,
+    );
+    Ok(TableLease::new(
+        members.resource,
+        lease,
+        seconds_arg(ruby, "issued_at", members.issued_at)?,
+        u64_arg(ruby, "revision", members.revision)?,
+        optional(members.term, |term| u64_arg(ruby, "term", term))?,
+    ))
+}
+
+fn table_lease_self(ruby: &Ruby, rb_self: Value) -> Result<TableLease<Value>, Error> {
+    table_lease_of(ruby, record_arg(ruby, "self", &TABLE_LEASE, rb_self)?)
+}
+
+/// `TableLease#live?`: the core's rule on the engine's instants, `now` converted as every time argument is.
+fn table_lease_live(ruby: &Ruby, rb_self: Value, now: Value) -> Result<bool, Error> {
+    let now = seconds_arg(ruby, "now", now)?;
+    Ok(table_lease_self(ruby, rb_self)?.is_live(now))
+}
+
+fn table_lease_remaining(ruby: &Ruby, rb_self: Value, now: Value) -> Result<f64, Error> {
+    let now = seconds_arg(ruby, "now", now)?;
+    Ok(seconds(table_lease_self(ruby, rb_self)?.remaining(now)))
+}
+
+/// `TableLease#fenced_write`: a frozen `LeaseMachines::FencedWrite` while the lease is live at `now`, else `nil`.
+fn table_lease_fenced_write(ruby: &Ruby, rb_self: Value, operation: Value, now: Value) -> Result<Value, Error> {
+    let now = seconds_arg(ruby, "now", now)?;
+    let lease = table_lease_self(ruby, rb_self)?;
+    match lease.fenced_write(operation, now) {
+        Some(write) => FENCED_WRITE.build(
+            ruby,
+            FencedWriteMembers {
+                resource: *write.resource(),
+                owner: write.owner().value().into_value_with(ruby),
+                token: write.token().value().into_value_with(ruby),
+                operation: *write.operation(),
+            },
+        ),
+        None => Ok(ruby.qnil().as_value()),
     }
 }
 
@@ -49,11 +99,11 @@ fn event<R>(ruby: &Ruby, event: &Event<R>, resource: RString) -> Result<Value, E
         EventMembers {
             resource: resource.as_value(),
             kind: event.kind.symbol(ruby).as_value(),
-            at: seconds(event.at).into_value_with(ruby),
+            at: instant(event.at).into_value_with(ruby),
             owner: event.owner.value().into_value_with(ruby),
             token: event.token.value().into_value_with(ruby),
             revision: event.revision.into_value_with(ruby),
-            expires_at: seconds(event.expires_at).into_value_with(ruby),
+            expires_at: instant(event.expires_at).into_value_with(ruby),
             term: event.term.into_value_with(ruby),
             replaced,
         },
@@ -228,6 +278,11 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     functions.define_private_method("_events_from_json", magnus::function!(events_from_json, 1))?;
 
     EVENT.class(ruby)?.define_singleton_method("kinds", magnus::function!(event_kinds, 0))?;
+
+    let table_lease = TABLE_LEASE.class(ruby)?;
+    table_lease.define_private_method("_live", magnus::method!(table_lease_live, 1))?;
+    table_lease.define_private_method("_remaining", magnus::method!(table_lease_remaining, 1))?;
+    table_lease.define_private_method("_fenced_write", magnus::method!(table_lease_fenced_write, 2))?;
 
     let metrics = METRICS.class(ruby)?;
     metrics.define_private_method("_to_json", magnus::method!(metrics_to_json, 0))?;

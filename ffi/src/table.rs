@@ -14,7 +14,7 @@ use lease_machines::{
 use magnus::{prelude::*, typed_data::Obj, Error, IntoValue, RArray, RHash, RModule, RString, Ruby, Value};
 
 use crate::convert::{
-    borrowed, never_current, on_grid, optional, owner_arg, resource_arg, seconds, seconds_arg, token_arg, u64_arg,
+    borrowed, instant, never_current, on_grid, optional, owner_arg, resource_arg, seconds_arg, token_arg, u64_arg,
     usize_arg, Borrowed,
 };
 use crate::data::{self, BatchMembers, ReapingMembers, BATCH, DECISION, REAPING, TABLE_LEASE};
@@ -296,7 +296,7 @@ impl RbTable {
     }
 
     fn observed(ruby: &Ruby, rb_self: &Self) -> Result<f64, Error> {
-        Ok(seconds(rb_self.borrowed(ruby)?.observed()))
+        Ok(instant(rb_self.borrowed(ruby)?.observed()))
     }
 
     fn clock_policy(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
@@ -330,7 +330,7 @@ impl RbTable {
         Ok(format!(
             "#<LeaseMachines::Table resources={} observed={} clock_policy={}>",
             table.len(),
-            ruby.float_from_f64(seconds(table.observed())).inspect(),
+            ruby.float_from_f64(instant(table.observed())).inspect(),
             table.clock_policy().symbol(ruby).inspect()
         ))
     }
