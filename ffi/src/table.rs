@@ -337,8 +337,8 @@ impl RbTable {
 }
 
 /// One batch entry, a Hash with `:command` and the keywords of the method of that name (the Ruby layer checked that
-/// it has the ones its command needs; keys a command does not use are ignored), and whether it presented token 0,
-/// which is resolved against the table when it runs.
+/// it has exactly the keywords that method takes, so every key is converted here), and whether it presented token
+/// 0, which is resolved against the table when it runs.
 fn command(ruby: &Ruby, entry: RHash) -> Result<(TimedCommand<Key>, bool), Error> {
     let field = |key: &str| entry.get(ruby.to_symbol(key)).unwrap_or_else(|| ruby.qnil().as_value());
     let name = CommandName::arg(ruby, field("command"))?;
