@@ -107,6 +107,12 @@ fn named<R: JsonResource>(list: &str, index: usize, resource: R) -> Result<R, Js
         .map_err(|error| JsonError::Invalid(alloc::format!("{list}[{index}].resource {error}")))
 }
 
+/// A count read as a wider integer, so that a negative one is refused naming its field.
+fn count(field: &str, value: i128) -> Result<u64, JsonError> {
+    u64::try_from(value)
+        .map_err(|_| JsonError::Invalid(alloc::format!("{field} must be in 0..=18446744073709551615, got {value}")))
+}
+
 fn encode<T: Serialize>(document: &T) -> String {
     // Every document is plain structs of integers, strings and `JsonResource`s: serialising one into a String
     // cannot fail (no map with non-string keys, no I/O), so the empty fallback is never taken.
@@ -337,71 +343,72 @@ impl<R: JsonResource> Json for Vec<Event<R>> {
     }
 }
 
+/// Counts are read as `i128`, so that a negative one is refused naming its field (see [`count`]).
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MetricsWire {
     format: u64,
-    resources: u64,
-    stored_leases: u64,
-    live_leases: u64,
-    expired_leases: u64,
-    highest_token: Option<u64>,
-    events: u64,
-    accepted: u64,
-    rejected: u64,
-    rejections: BTreeMap<String, u64>,
-    holder_transitions: u64,
+    resources: i128,
+    stored_leases: i128,
+    live_leases: i128,
+    expired_leases: i128,
+    highest_token: Option<i128>,
+    events: i128,
+    accepted: i128,
+    rejected: i128,
+    rejections: BTreeMap<String, i128>,
+    holder_transitions: i128,
 }
 
 impl Json for Metrics {
     fn to_json(&self) -> String {
         encode(&MetricsWire {
             format: FORMAT,
-            resources: self.resources,
-            stored_leases: self.stored_leases,
-            live_leases: self.live_leases,
-            expired_leases: self.expired_leases,
-            highest_token: self.highest_token.map(FencingToken::value),
-            events: self.events,
-            accepted: self.accepted,
-            rejected: self.rejected,
+            resources: self.resources.into(),
+            stored_leases: self.stored_leases.into(),
+            live_leases: self.live_leases.into(),
+            expired_leases: self.expired_leases.into(),
+            highest_token: self.highest_token.map(|token| token.value().into()),
+            events: self.events.into(),
+            accepted: self.accepted.into(),
+            rejected: self.rejected.into(),
             rejections: Rejection::ALL
                 .iter()
-                .map(|reason| (reason.as_str().into(), self.rejected_with(*reason)))
+                .map(|reason| (reason.as_str().into(), self.rejected_with(*reason).into()))
                 .collect(),
-            holder_transitions: self.holder_transitions,
+            holder_transitions: self.holder_transitions.into(),
         })
     }
 
     fn from_json(text: &str) -> Result<Self, JsonError> {
         let wire: MetricsWire = decode(text)?;
-        if wire.live_leases.checked_add(wire.expired_leases) != Some(wire.stored_leases) {
-            return Err(JsonError::Invalid("live_leases + expired_leases must equal stored_leases".into()));
-        }
-        if wire.accepted.checked_add(wire.rejected).is_none() || wire.events > wire.accepted {
-            return Err(JsonError::Invalid("events cannot exceed accepted commands".into()));
-        }
         let mut rejections = [0; Rejection::ALL.len()];
-        for (name, count) in wire.rejections {
+        for (name, value) in wire.rejections {
             let slot = Rejection::ALL
                 .iter()
                 .find(|reason| reason.as_str() == name)
                 .and_then(|reason| rejections.get_mut(reason.index()))
                 .ok_or_else(|| JsonError::Invalid(alloc::format!("unknown rejection reason {name:?}")))?;
-            *slot = count;
+            *slot = count(&alloc::format!("rejections.{name}"), value)?;
         }
-        Ok(Metrics {
-            resources: wire.resources,
-            stored_leases: wire.stored_leases,
-            live_leases: wire.live_leases,
-            expired_leases: wire.expired_leases,
-            highest_token: wire.highest_token.map(|value| fencing_token("highest_token", value)).transpose()?,
-            events: wire.events,
-            accepted: wire.accepted,
-            rejected: wire.rejected,
+        let highest_token = match wire.highest_token {
+            Some(value) => Some(fencing_token("highest_token", count("highest_token", value)?)?),
+            None => None,
+        };
+        let metrics = Metrics {
+            resources: count("resources", wire.resources)?,
+            stored_leases: count("stored_leases", wire.stored_leases)?,
+            live_leases: count("live_leases", wire.live_leases)?,
+            expired_leases: count("expired_leases", wire.expired_leases)?,
+            highest_token,
+            events: count("events", wire.events)?,
+            accepted: count("accepted", wire.accepted)?,
+            rejected: count("rejected", wire.rejected)?,
             rejections,
-            holder_transitions: wire.holder_transitions,
-        })
+            holder_transitions: count("holder_transitions", wire.holder_transitions)?,
+        };
+        metrics.check().map_err(|issue| JsonError::Invalid(issue.to_string()))?;
+        Ok(metrics)
     }
 }
 

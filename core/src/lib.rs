@@ -57,6 +57,6 @@ pub use fence_guard::{FenceGuard, FenceMark, FencedWrite};
 #[cfg(feature = "alloc")]
 pub use table::{
     audit, validate_record, AuditReport, BatchResult, Command, Discard, Event, EventKind, EventLog, EventSink, Finding,
-    FindingCode, IssueCode, LeaseRecord, LeaseTable, Metrics, ResourceRecord, StateIssue,
+    FindingCode, IssueCode, LeaseRecord, LeaseTable, Metrics, MetricsIssue, ResourceRecord, StateIssue,
     TableCheckpoint, TableDecision, TableLease, TimedCommand,
 };

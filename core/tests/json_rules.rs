@@ -230,3 +230,35 @@ fn resource_names_are_checked_where_documents_name_them() {
     assert_eq!(shared.to_json(), example("Table checkpoint"));
 }
 
+#[test]
+fn metrics_no_table_can_report_are_refused_naming_the_rule() {
+    let documented = Metrics::from_json(example("Metrics")).expect("the example is valid");
+    let refused = |edit: &dyn Fn(&mut Metrics)| {
+        let mut metrics = documented;
+        edit(&mut metrics);
+        let issue = metrics.check().expect_err("impossible").to_string();
+        assert_eq!(
+            Metrics::from_json(&metrics.to_json()).map_err(|error| error.to_string()),
+            Err(format!("invalid document: {issue}"))
+        );
+        issue
+    };
+    assert_eq!(refused(&|m| m.live_leases = 0), "live_leases + expired_leases must equal stored_leases");
+    assert_eq!(refused(&|m| m.resources = 0), "stored_leases cannot exceed resources");
+    assert_eq!(refused(&|m| m.events = 2), "events must equal accepted (one event per accepted command)");
+    assert_eq!(refused(&|m| m.rejected = 0), "rejections must add up to rejected");
+    assert_eq!(refused(&|m| m.rejections[0] = 5), "rejections must add up to rejected");
+    assert_eq!(refused(&|m| m.holder_transitions = 4), "holder_transitions cannot exceed accepted");
+    assert_eq!(
+        refused(&|m| m.highest_token = None),
+        "highest_token must be null without resources and set with stored leases"
+    );
+    let negative = example("Metrics").replace("\"events\":3", "\"events\":-3");
+    assert_eq!(
+        Metrics::from_json(&negative).map_err(|error| error.to_string()),
+        Err("invalid document: events must be in 0..=18446744073709551615, got -3".to_owned())
+    );
+    let negative = example("Metrics").replace("\"occupied\":1", "\"occupied\":-1");
+    assert!(Metrics::from_json(&negative).expect_err("negative").to_string().contains("rejections.occupied must be"));
+    assert_eq!(Metrics::default().check(), Ok(()), "a new table's metrics");
+}

@@ -182,7 +182,7 @@ fn metrics_of(ruby: &Ruby, members: MetricsMembers) -> Result<Metrics, Error> {
             *slot = u64_arg(ruby, reason.as_str(), count)?;
         }
     }
-    Ok(Metrics {
+    let metrics = Metrics {
         resources: count("resources", members.resources)?,
         stored_leases: count("stored_leases", members.stored_leases)?,
         live_leases: count("live_leases", members.live_leases)?,
@@ -193,7 +193,9 @@ fn metrics_of(ruby: &Ruby, members: MetricsMembers) -> Result<Metrics, Error> {
         rejected: count("rejected", members.rejected)?,
         rejections,
         holder_transitions: count("holder_transitions", members.holder_transitions)?,
-    })
+    };
+    metrics.check().map_err(|issue| Error::new(ruby.exception_arg_error(), format!("impossible metrics: {issue}")))?;
+    Ok(metrics)
 }
 
 /// A frozen `LeaseMachines::AuditReport`, valid exactly when it has no findings, the findings a frozen Array of
