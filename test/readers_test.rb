@@ -38,6 +38,14 @@ class ReadersTest < Minitest::Test
     assert_equal "resource must not be empty", error.message
   end
 
+  def test_a_resource_recorded_without_ever_being_granted_is_refused
+    never = '{"format":1,"observed_ns":0,"resources":[{"resource":"a","last_issued":null,"revision":3,' \
+            '"term":null,"lease":null}]}'
+    refused('"a": the resource is recorded but was never granted (never_granted)') do
+      LeaseMachines::Table.from_json(never)
+    end
+  end
+
   def real_metrics
     table = LeaseMachines::Table.new
     table.acquire(resource: "a", owner: 1, now: 0.0, ttl: 1.0)

@@ -443,6 +443,8 @@ fn validation_reports_each_broken_rule() {
     assert_eq!(codes(&record(Some(2), 3, None), 0), []);
     let unelected = ResourceRecord { term: Some(1), ..record(None, 0, None) };
     assert_eq!(codes(&unelected, 0), [IssueCode::TermWithoutGrant]);
+    assert_eq!(codes(&record(None, 0, None), 0), [IssueCode::NeverGranted]);
+    assert_eq!(codes(&record(None, 7, None), 0), [IssueCode::NeverGranted], "a revision without a grant");
 }
 
 #[test]
