@@ -110,7 +110,7 @@ class TableTest < Minitest::Test
     ill_typed!
     good = { command: :acquire, resource: "jobs", owner: 1, now: 0.0, ttl: 5.0 }
     error = assert_raises(ArgumentError) { @table.apply_batch([good, { command: :renew, resource: "jobs", now: 1.0 }]) }
-    assert_equal "commands[1] (:renew) misses [:owner, :token, :ttl]", error.message
+    assert_equal "commands[1] (:renew): missing keywords: :owner, :token, :ttl", error.message
     error = assert_raises(ArgumentError) { @table.apply_batch([good, good.merge(command: :steal)]) }
     assert_match(/unknown command :steal \(valid: :acquire, :reacquire, :renew, :release, :transfer, :reap\)/,
                  error.message)
@@ -119,6 +119,48 @@ class TableTest < Minitest::Test
     assert_raises(TypeError) { @table.apply_batch(good) }
     assert_equal 0, @table.size
     assert_empty @table.events
+  end
+
+  # A batch entry takes exactly its method's keywords, refused in the words the method's own call uses.
+  def test_a_batch_entry_takes_exactly_the_keywords_of_its_method
+    ill_typed!
+    granted(acquire)
+    before = @table.to_json
+    renew = { command: :renew, resource: "jobs", owner: 1, token: 1, now: 1.0, ttl: 5.0 }
+    refused = {
+      renew.merge(expected_revision: 1) => "unknown keyword: :expected_revision",
+      renew.merge(new_owner: 2, colour: :red) => "unknown keywords: :new_owner, :colour",
+      { command: :acquire, resource: "b", owner: 1, now: 1.0, ttl: 5.0, token: "garbage" } => "unknown keyword: :token",
+      { command: :reap, resource: "jobs", now: 1.0, owner: 1 } => "unknown keyword: :owner",
+      { command: :release, resource: "jobs", owner: 1, now: 1.0, ttl: 1.0 } => "missing keyword: :token",
+      renew.except(:ttl).merge("ttl" => 5.0) => "missing keyword: :ttl"
+    }
+    refused.each do |entry, message|
+      direct = assert_raises(ArgumentError) { @table.public_send(entry[:command], **entry.except(:command)) }
+      assert_equal message, direct.message
+      error = assert_raises(ArgumentError) { @table.apply_batch([renew, entry]) }
+      assert_equal "commands[1] (#{entry[:command].inspect}): #{message}", error.message
+    end
+    assert_equal before, @table.to_json, "nothing applied, not even the good first entry"
+    assert_equal 1, @table.events.size
+    assert_equal 0, @table.metrics(now: 1.0).rejected
+  end
+
+  def test_a_batch_entry_checks_its_values_as_the_method_does
+    ill_typed!
+    granted(acquire)
+    before = @table.to_json
+    good = { command: :acquire, resource: "b", owner: 1, now: 1.0, ttl: 5.0 }
+    [good.merge(expected_revision: "1"), good.merge(ttl: -1.0), good.merge(owner: 2**64), good.merge(resource: ""),
+     { command: :renew, resource: "jobs", owner: 1, token: nil, now: 1.0, ttl: 5.0 }].each do |entry|
+      direct = assert_raises(TypeError, RangeError, ArgumentError) do
+        @table.public_send(entry[:command], **entry.except(:command))
+      end
+      error = assert_raises(direct.class) { @table.apply_batch([good, entry]) }
+      assert_equal direct.message, error.message
+    end
+    assert_equal before, @table.to_json
+    assert_equal 1, @table.apply_batch([good.merge(expected_revision: 0)]).accepted
   end
 
   def test_events_record_every_accepted_change

@@ -50,4 +50,73 @@ class TimeConversionTest < Minitest::Test
     restored = LeaseMachines::Authority.restore(LeaseMachines::Checkpoint.new(**authority.checkpoint.to_h))
     assert_equal authority.checkpoint, restored.checkpoint
   end
+
+  # A TableLease's time methods take +now+ as every other method does: the extension's conversion, the core's rule.
+  def test_a_table_lease_judges_time_as_its_table_does
+    table = LeaseMachines::Table.new
+    lease = table.acquire(resource: "a", owner: 1, now: EPOCH, ttl: 0.1).lease
+    at = lease.expires_at
+    before = at.prev_float
+    assert [lease.live?(now: before), lease.remaining(now: before).positive?, !lease.fenced_write(:w, now: before).nil?].all?
+    assert_equal :occupied, table.acquire(resource: "a", owner: 2, now: before, ttl: 1.0).reason
+    assert_equal [false, 0.0, nil], [lease.live?(now: at), lease.remaining(now: at), lease.fenced_write(:w, now: at)]
+    assert_equal :granted, table.acquire(resource: "a", owner: 2, now: at, ttl: 1.0).status
+  end
+
+  def test_less_than_a_nanosecond_before_expiry_is_expired_everywhere
+    table = LeaseMachines::Table.new
+    lease = table.acquire(resource: "a", owner: 1, now: 0.0, ttl: 5.0).lease
+    now = 5.0 - 1e-10 # the nanosecond nearest it is 5 s, the deadline itself
+    plain = LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: 5.0)
+    assert_equal [false, 0.0], [plain.live?(now:), plain.remaining(now:)]
+    assert_equal [false, 0.0, nil], [lease.live?(now:), lease.remaining(now:), lease.fenced_write(:w, now:)]
+    assert_equal :granted, table.acquire(resource: "a", owner: 2, now:, ttl: 1.0).status
+  end
+
+  def test_a_table_lease_refuses_a_bad_now_as_a_lease_does
+    ill_typed!
+    lease = LeaseMachines::Table.new.acquire(resource: "a", owner: 1, now: 0.0, ttl: 5.0).lease
+    plain = LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: 5.0)
+    [-100, -0.5, Float::NAN, Float::INFINITY, nil, "1.0", 2**65].each do |now|
+      expected = assert_raises(ArgumentError, TypeError) { plain.live?(now:) }
+      [-> { lease.live?(now:) }, -> { lease.remaining(now:) }, -> { lease.fenced_write(:w, now:) }].each do |call|
+        error = assert_raises(expected.class, "now: #{now.inspect}", &call)
+        assert_equal expected.message, error.message
+      end
+    end
+  end
+
+  # A deadline read from JSON (nanoseconds) need not be a Float: it is reported rounded up, so the lease is never
+  # live at the expires_at it reports, and the document round-trips unchanged.
+  def test_a_json_deadline_off_the_float_grid_is_reported_rounded_up
+    off_grid = 1_700_000_000_000_000_001 # EPOCH plus 1 ns; the Floats around EPOCH are 238 ns apart
+    json = '{"format":1,"observed_ns":1700000000000000000,"resources":[{"resource":"a","last_issued":1,' \
+           '"revision":1,"term":null,"lease":{"owner":1,"token":1,"issued_at_ns":1600000000000000000,' \
+           "\"expires_at_ns\":#{off_grid},\"term\":null}}]}"
+    table = LeaseMachines::Table.from_json(json)
+    lease = table.lease("a")
+    assert_equal EPOCH.next_float, lease.expires_at
+    assert lease.live?(now: EPOCH)
+    assert_equal :occupied, table.acquire(resource: "a", owner: 2, now: EPOCH, ttl: 1.0).reason
+    refute lease.live?(now: lease.expires_at)
+    assert_equal json, table.to_json
+    assert_equal :granted, table.acquire(resource: "a", owner: 2, now: lease.expires_at, ttl: 1.0).status
+  end
+
+  def test_a_json_watermark_off_the_float_grid_is_no_regression_at_the_observed_it_reports
+    json = '{"format":1,"observed_ns":1700000000000000001,"resources":[]}'
+    table = LeaseMachines::Table.from_json(json)
+    assert_equal EPOCH.next_float, table.observed
+    assert_equal :granted, table.acquire(resource: "a", owner: 1, now: table.observed, ttl: 1.0).status
+  end
+
+  def test_a_checkpoint_read_from_json_never_shortens_its_lease
+    json = '{"format":1,"last_issued":1,"lease":{"owner":1,"token":1,"expires_at_ns":1700000000000000001},' \
+           '"observed_ns":1600000000000000000}'
+    checkpoint = LeaseMachines::Checkpoint.from_json(json)
+    assert_equal EPOCH.next_float, checkpoint.lease.expires_at
+    authority = LeaseMachines::Authority.restore(checkpoint)
+    assert_equal :occupied, authority.acquire(owner: 2, now: EPOCH, ttl: 1.0).reason
+    assert_equal :granted, authority.acquire(owner: 2, now: checkpoint.lease.expires_at, ttl: 1.0).status
+  end
 end

@@ -5,6 +5,8 @@
 
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
+#[cfg(target_has_atomic = "ptr")]
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
@@ -13,8 +15,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    AuditReport, Checkpoint, Event, EventKind, FenceGuard, FenceMark, FencingToken, Finding, FindingCode, Lease,
-    LeaseRecord, Metrics, OwnerId, Rejection, ResourceRecord, TableCheckpoint,
+    check_resource_name, AuditReport, Checkpoint, Event, EventKind, FenceGuard, FenceMark, FencingToken, Finding,
+    FindingCode, Lease, LeaseRecord, Metrics, OwnerId, Rejection, ResourceNameError, ResourceRecord, TableCheckpoint,
 };
 
 /// The format version this crate writes and reads.
@@ -56,11 +58,20 @@ pub trait Json: Sized {
 }
 
 mod sealed {
-    pub trait Sealed {}
+    use crate::ResourceNameError;
+
+    pub trait Sealed {
+        /// Whether the value may name a resource in a document: names follow
+        /// [`check_resource_name`](crate::check_resource_name), numbers are all valid.
+        fn check_name(&self) -> Result<(), ResourceNameError> {
+            Ok(())
+        }
+    }
 }
 
 /// The resource types the JSON documents support: those that serialise to a JSON string or integer, so that writing
-/// a document cannot fail. `String` for names (the Ruby gem's choice), or an integer type for numbered resources.
+/// a document cannot fail. `String` (or the shared `Arc<str>`) for names, which readers check with
+/// [`check_resource_name`] (the Ruby gem's choice), or an integer type for numbered resources.
 pub trait JsonResource: Ord + Clone + fmt::Debug + Serialize + DeserializeOwned + sealed::Sealed {}
 
 macro_rules! json_resources {
@@ -70,7 +81,37 @@ macro_rules! json_resources {
     )*};
 }
 
-json_resources!(String, u8, u16, u32, u64, i8, i16, i32, i64);
+json_resources!(u8, u16, u32, u64, i8, i16, i32, i64);
+
+impl sealed::Sealed for String {
+    fn check_name(&self) -> Result<(), ResourceNameError> {
+        check_resource_name(self)
+    }
+}
+impl JsonResource for String {}
+
+#[cfg(target_has_atomic = "ptr")]
+impl sealed::Sealed for Arc<str> {
+    fn check_name(&self) -> Result<(), ResourceNameError> {
+        check_resource_name(self)
+    }
+}
+#[cfg(target_has_atomic = "ptr")]
+impl JsonResource for Arc<str> {}
+
+/// `resource` if it may name a resource; else why not, naming the field it was read from (`events[2].resource`).
+fn named<R: JsonResource>(list: &str, index: usize, resource: R) -> Result<R, JsonError> {
+    resource
+        .check_name()
+        .map(|()| resource)
+        .map_err(|error| JsonError::Invalid(alloc::format!("{list}[{index}].resource {error}")))
+}
+
+/// A count read as a wider integer, so that a negative one is refused naming its field.
+fn count(field: &str, value: i128) -> Result<u64, JsonError> {
+    u64::try_from(value)
+        .map_err(|_| JsonError::Invalid(alloc::format!("{field} must be in 0..=18446744073709551615, got {value}")))
+}
 
 fn encode<T: Serialize>(document: &T) -> String {
     // Every document is plain structs of integers, strings and `JsonResource`s: serialising one into a String
@@ -210,7 +251,7 @@ impl<R: JsonResource> Json for TableCheckpoint<R> {
     fn from_json(text: &str) -> Result<Self, JsonError> {
         let wire: TableWire<R> = decode(text)?;
         let mut records = Vec::with_capacity(wire.resources.len());
-        for resource in wire.resources {
+        for (index, resource) in wire.resources.into_iter().enumerate() {
             let lease = match resource.lease {
                 None => None,
                 Some(lease) => Some(LeaseRecord {
@@ -222,7 +263,7 @@ impl<R: JsonResource> Json for TableCheckpoint<R> {
                 }),
             };
             records.push(ResourceRecord {
-                resource: resource.resource,
+                resource: named("resources", index, resource.resource)?,
                 last_issued: resource.last_issued,
                 revision: resource.revision,
                 term: resource.term,
@@ -281,11 +322,12 @@ impl<R: JsonResource> Json for Vec<Event<R>> {
         let wire: EventsWire<R> = decode(text)?;
         wire.events
             .into_iter()
-            .map(|event| {
+            .enumerate()
+            .map(|(index, event)| {
                 Ok(Event {
                     kind: EventKind::from_name(&event.kind)
                         .ok_or_else(|| JsonError::Invalid(alloc::format!("unknown event kind {:?}", event.kind)))?,
-                    resource: event.resource,
+                    resource: named("events", index, event.resource)?,
                     at: instant("at_ns", event.at_ns)?,
                     owner: OwnerId::new(event.owner),
                     token: fencing_token("event token", event.token)?,
@@ -301,71 +343,72 @@ impl<R: JsonResource> Json for Vec<Event<R>> {
     }
 }
 
+/// Counts are read as `i128`, so that a negative one is refused naming its field (see [`count`]).
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MetricsWire {
     format: u64,
-    resources: u64,
-    stored_leases: u64,
-    live_leases: u64,
-    expired_leases: u64,
-    highest_token: Option<u64>,
-    events: u64,
-    accepted: u64,
-    rejected: u64,
-    rejections: BTreeMap<String, u64>,
-    holder_transitions: u64,
+    resources: i128,
+    stored_leases: i128,
+    live_leases: i128,
+    expired_leases: i128,
+    highest_token: Option<i128>,
+    events: i128,
+    accepted: i128,
+    rejected: i128,
+    rejections: BTreeMap<String, i128>,
+    holder_transitions: i128,
 }
 
 impl Json for Metrics {
     fn to_json(&self) -> String {
         encode(&MetricsWire {
             format: FORMAT,
-            resources: self.resources,
-            stored_leases: self.stored_leases,
-            live_leases: self.live_leases,
-            expired_leases: self.expired_leases,
-            highest_token: self.highest_token.map(FencingToken::value),
-            events: self.events,
-            accepted: self.accepted,
-            rejected: self.rejected,
+            resources: self.resources.into(),
+            stored_leases: self.stored_leases.into(),
+            live_leases: self.live_leases.into(),
+            expired_leases: self.expired_leases.into(),
+            highest_token: self.highest_token.map(|token| token.value().into()),
+            events: self.events.into(),
+            accepted: self.accepted.into(),
+            rejected: self.rejected.into(),
             rejections: Rejection::ALL
                 .iter()
-                .map(|reason| (reason.as_str().into(), self.rejected_with(*reason)))
+                .map(|reason| (reason.as_str().into(), self.rejected_with(*reason).into()))
                 .collect(),
-            holder_transitions: self.holder_transitions,
+            holder_transitions: self.holder_transitions.into(),
         })
     }
 
     fn from_json(text: &str) -> Result<Self, JsonError> {
         let wire: MetricsWire = decode(text)?;
-        if wire.live_leases.checked_add(wire.expired_leases) != Some(wire.stored_leases) {
-            return Err(JsonError::Invalid("live_leases + expired_leases must equal stored_leases".into()));
-        }
-        if wire.accepted.checked_add(wire.rejected).is_none() || wire.events > wire.accepted {
-            return Err(JsonError::Invalid("events cannot exceed accepted commands".into()));
-        }
         let mut rejections = [0; Rejection::ALL.len()];
-        for (name, count) in wire.rejections {
+        for (name, value) in wire.rejections {
             let slot = Rejection::ALL
                 .iter()
                 .find(|reason| reason.as_str() == name)
                 .and_then(|reason| rejections.get_mut(reason.index()))
                 .ok_or_else(|| JsonError::Invalid(alloc::format!("unknown rejection reason {name:?}")))?;
-            *slot = count;
+            *slot = count(&alloc::format!("rejections.{name}"), value)?;
         }
-        Ok(Metrics {
-            resources: wire.resources,
-            stored_leases: wire.stored_leases,
-            live_leases: wire.live_leases,
-            expired_leases: wire.expired_leases,
-            highest_token: wire.highest_token.map(|value| fencing_token("highest_token", value)).transpose()?,
-            events: wire.events,
-            accepted: wire.accepted,
-            rejected: wire.rejected,
+        let highest_token = match wire.highest_token {
+            Some(value) => Some(fencing_token("highest_token", count("highest_token", value)?)?),
+            None => None,
+        };
+        let metrics = Metrics {
+            resources: count("resources", wire.resources)?,
+            stored_leases: count("stored_leases", wire.stored_leases)?,
+            live_leases: count("live_leases", wire.live_leases)?,
+            expired_leases: count("expired_leases", wire.expired_leases)?,
+            highest_token,
+            events: count("events", wire.events)?,
+            accepted: count("accepted", wire.accepted)?,
+            rejected: count("rejected", wire.rejected)?,
             rejections,
-            holder_transitions: wire.holder_transitions,
-        })
+            holder_transitions: count("holder_transitions", wire.holder_transitions)?,
+        };
+        metrics.check().map_err(|issue| JsonError::Invalid(issue.to_string()))?;
+        Ok(metrics)
     }
 }
 
@@ -411,11 +454,12 @@ impl<R: JsonResource> Json for AuditReport<R> {
         let findings = wire
             .findings
             .into_iter()
-            .map(|finding| {
+            .enumerate()
+            .map(|(index, finding)| {
                 Ok(Finding {
                     code: FindingCode::from_name(&finding.code)
                         .ok_or_else(|| JsonError::Invalid(alloc::format!("unknown finding code {:?}", finding.code)))?,
-                    resource: finding.resource,
+                    resource: named("findings", index, finding.resource)?,
                     event_index: (finding.event_index < wire.checked_events)
                         .then_some(finding.event_index)
                         .ok_or_else(|| {
@@ -458,10 +502,11 @@ impl<R: JsonResource> Json for FenceGuard<R> {
         let marks = wire
             .marks
             .into_iter()
-            .map(|mark| {
+            .enumerate()
+            .map(|(index, mark)| {
                 Ok(FenceMark {
                     token: fencing_token("mark token", mark.token)?,
-                    resource: mark.resource,
+                    resource: named("marks", index, mark.resource)?,
                     owner: OwnerId::new(mark.owner),
                 })
             })

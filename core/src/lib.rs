@@ -30,6 +30,7 @@ mod holder;
 pub mod json;
 mod lease;
 mod owner;
+mod resource;
 mod rules;
 #[cfg(feature = "alloc")]
 mod table;
@@ -43,6 +44,7 @@ pub use fence::Fence;
 pub use holder::{Cadence, Holder, HolderState};
 pub use lease::Lease;
 pub use owner::OwnerId;
+pub use resource::{check_resource_name, ResourceNameError, MAX_RESOURCE_BYTES};
 pub use token::FencingToken;
 
 #[cfg(feature = "alloc")]
@@ -55,6 +57,6 @@ pub use fence_guard::{FenceGuard, FenceMark, FencedWrite};
 #[cfg(feature = "alloc")]
 pub use table::{
     audit, validate_record, AuditReport, BatchResult, Command, Discard, Event, EventKind, EventLog, EventSink, Finding,
-    FindingCode, IssueCode, LeaseRecord, LeaseTable, Metrics, ResourceRecord, StateIssue, TableCheckpoint,
-    TableDecision, TableLease, TimedCommand,
+    FindingCode, IssueCode, LeaseRecord, LeaseTable, Metrics, MetricsIssue, ResourceRecord, StateIssue,
+    TableCheckpoint, TableDecision, TableLease, TimedCommand,
 };

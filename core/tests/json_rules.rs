@@ -189,3 +189,76 @@ proptest! {
         let _ = FenceGuard::<String>::from_json(&text);
     }
 }
+
+#[test]
+fn resource_names_are_checked_where_documents_name_them() {
+    use lease_machines::{check_resource_name, ResourceNameError, MAX_RESOURCE_BYTES};
+
+    assert_eq!(check_resource_name(""), Err(ResourceNameError::Empty));
+    assert_eq!(check_resource_name(&"é".repeat(MAX_RESOURCE_BYTES / 2)), Ok(()));
+    let long = "a".repeat(MAX_RESOURCE_BYTES + 1);
+    assert_eq!(check_resource_name(&long), Err(ResourceNameError::TooLong { bytes: MAX_RESOURCE_BYTES + 1 }));
+    assert_eq!(
+        ResourceNameError::TooLong { bytes: 2048 }.to_string(),
+        "must be at most 1024 bytes of UTF-8, got 2048 bytes"
+    );
+
+    let refused = |result: Result<(), JsonError>| result.expect_err("refused").to_string();
+    let table = example("Table checkpoint").replace("\"mail\"", "\"\"");
+    assert_eq!(
+        refused(TableCheckpoint::<String>::from_json(&table).map(drop)),
+        "invalid document: resources[1].resource must not be empty"
+    );
+    let events = example("Event log").replacen("\"jobs\"", &format!("{long:?}"), 1);
+    assert_eq!(
+        refused(Vec::<Event<String>>::from_json(&events).map(drop)),
+        "invalid document: events[0].resource must be at most 1024 bytes of UTF-8, got 1025 bytes"
+    );
+    let marks = example("Fence marks").replace("\"jobs\"", "\"\"");
+    assert_eq!(
+        refused(FenceGuard::<String>::from_json(&marks).map(drop)),
+        "invalid document: marks[0].resource must not be empty"
+    );
+    let report = example("Audit report").replace("\"jobs\"", "\"\"");
+    assert_eq!(
+        refused(AuditReport::<String>::from_json(&report).map(drop)),
+        "invalid document: findings[0].resource must not be empty"
+    );
+    // Numbered resources have no names to check; shared names read as owned ones do.
+    assert!(TableCheckpoint::<u64>::from_json(r#"{"format":1,"observed_ns":0,"resources":[]}"#).is_ok());
+    let shared = TableCheckpoint::<std::sync::Arc<str>>::from_json(example("Table checkpoint")).expect("valid");
+    assert_eq!(shared.to_json(), example("Table checkpoint"));
+}
+
+#[test]
+fn metrics_no_table_can_report_are_refused_naming_the_rule() {
+    let documented = Metrics::from_json(example("Metrics")).expect("the example is valid");
+    let refused = |edit: &dyn Fn(&mut Metrics)| {
+        let mut metrics = documented;
+        edit(&mut metrics);
+        let issue = metrics.check().expect_err("impossible").to_string();
+        assert_eq!(
+            Metrics::from_json(&metrics.to_json()).map_err(|error| error.to_string()),
+            Err(format!("invalid document: {issue}"))
+        );
+        issue
+    };
+    assert_eq!(refused(&|m| m.live_leases = 0), "live_leases + expired_leases must equal stored_leases");
+    assert_eq!(refused(&|m| m.resources = 0), "stored_leases cannot exceed resources");
+    assert_eq!(refused(&|m| m.events = 2), "events must equal accepted (one event per accepted command)");
+    assert_eq!(refused(&|m| m.rejected = 0), "rejections must add up to rejected");
+    assert_eq!(refused(&|m| m.rejections[0] = 5), "rejections must add up to rejected");
+    assert_eq!(refused(&|m| m.holder_transitions = 4), "holder_transitions cannot exceed accepted");
+    assert_eq!(
+        refused(&|m| m.highest_token = None),
+        "highest_token must be null without resources and set with stored leases"
+    );
+    let negative = example("Metrics").replace("\"events\":3", "\"events\":-3");
+    assert_eq!(
+        Metrics::from_json(&negative).map_err(|error| error.to_string()),
+        Err("invalid document: events must be in 0..=18446744073709551615, got -3".to_owned())
+    );
+    let negative = example("Metrics").replace("\"occupied\":1", "\"occupied\":-1");
+    assert!(Metrics::from_json(&negative).expect_err("negative").to_string().contains("rejections.occupied must be"));
+    assert_eq!(Metrics::default().check(), Ok(()), "a new table's metrics");
+}

@@ -443,6 +443,8 @@ fn validation_reports_each_broken_rule() {
     assert_eq!(codes(&record(Some(2), 3, None), 0), []);
     let unelected = ResourceRecord { term: Some(1), ..record(None, 0, None) };
     assert_eq!(codes(&unelected, 0), [IssueCode::TermWithoutGrant]);
+    assert_eq!(codes(&record(None, 0, None), 0), [IssueCode::NeverGranted]);
+    assert_eq!(codes(&record(None, 7, None), 0), [IssueCode::NeverGranted], "a revision without a grant");
 }
 
 #[test]
@@ -480,4 +482,24 @@ fn a_rejected_command_does_not_move_the_watermark() {
     // ...so the other resources' callers are not refused as if the clock had gone backwards.
     assert!(table.renew(&r("a"), A, token(1), s(1), s(100)).is_accepted());
     assert_eq!(table.observed(), s(1));
+}
+
+#[test]
+fn events_and_leases_share_the_tables_own_key() {
+    use std::rc::Rc;
+
+    let mut table: LeaseTable<Rc<str>> = LeaseTable::new();
+    let name = || Rc::<str>::from("jobs");
+    let TableDecision::Granted(lease) = table.acquire(&name(), A, s(0), s(10)) else { panic!("granted") };
+    for step in 1..=5 {
+        // Each caller passes its own copy of the name, as a host converting a fresh string per call does.
+        let renewed = table.renew(&name(), A, lease.token(), s(step), s(10));
+        assert!(renewed.is_accepted());
+    }
+    let key = table.events().next().map(|event| Rc::clone(&event.resource)).expect("an event");
+    assert!(table.events().all(|event| Rc::ptr_eq(&event.resource, &key)), "every event holds one name");
+    let current = table.lease(&name()).expect("a lease");
+    assert!(Rc::ptr_eq(current.resource(), &key), "and so does the lease the table hands out");
+    // The table's key, the six events, `key`, `current` and the first grant's lease: no copy per event.
+    assert_eq!(Rc::strong_count(&key), 1 + 6 + 1 + 1 + 1);
 }

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use lease_machines::{Checkpoint, ClockPolicy, Decision, FencingToken, Lease, LeaseAuthority};
 use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, Value};
 
-use crate::convert::{borrowed, never_current, on_grid, owner_arg, seconds, seconds_arg, token_arg, Borrowed};
+use crate::convert::{borrowed, instant, never_current, on_grid, owner_arg, seconds_arg, token_arg, Borrowed};
 use crate::data::{self, LEASE};
 use crate::symbols::{Status, SymbolEnum};
 use crate::values;
@@ -110,7 +110,7 @@ impl RbAuthority {
     }
 
     fn observed(ruby: &Ruby, rb_self: &Self) -> Result<f64, Error> {
-        Ok(seconds(rb_self.state(ruby)?.observed()))
+        Ok(instant(rb_self.state(ruby)?.observed()))
     }
 
     fn clock_policy(ruby: &Ruby, rb_self: &Self) -> Result<StaticSymbol, Error> {

@@ -5,6 +5,8 @@
 //! - Times and TTLs are seconds as a Float (an Integer is accepted and converted to Float): a negative, NaN,
 //!   infinite or too large value (above `2**64` seconds) is an `ArgumentError`, anything that is not a Float or an
 //!   Integer a `TypeError`.
+//! - Resource names are Strings (else a `TypeError`) in UTF-8, non-empty and at most `LeaseMachines::MAX_RESOURCE_BYTES`
+//!   (the core's `MAX_RESOURCE_BYTES`) bytes, else an `ArgumentError` that says the limit and the size given.
 //!
 //! - A record (`LeaseMachines::Lease`, `Event`, ...) is an instance of its `Data` class, read by member name (see
 //!   `data`); anything else is a `TypeError`.
@@ -15,15 +17,16 @@
 //!
 //! The core counts time in nanoseconds (`Duration`); Ruby sees Floats. A Float input becomes the nearest
 //! nanosecond, and every instant the extension hands back converts to the Float it came from, so values round-trip.
-//! The exception is a deadline the engine computes (`now + ttl`), which need not be a Float's nanosecond: the
-//! extension moves it up to the next one ([`on_grid`]), so that the Float a caller sees is never earlier than the
-//! instant the engine uses (at Unix-epoch scale, by less than a microsecond). `2**64` seconds, the Float nearest
-//! `Duration::MAX`, stands for `Duration::MAX`.
+//! The exceptions are a deadline the engine computes (`now + ttl`) and an instant read from a JSON document (in
+//! nanoseconds), which need not be a Float's nanosecond: every instant handed to Ruby goes through [`instant`], which
+//! moves it up to the next one ([`on_grid`]), so that the Float a caller sees is never earlier than the instant the
+//! engine uses (at Unix-epoch scale, by less than a microsecond). Lengths of time (`remaining`, a cadence) are
+//! [`seconds`], the nearest Float. `2**64` seconds, the Float nearest `Duration::MAX`, stands for `Duration::MAX`.
 
 use core::time::Duration;
 use std::cell::{Ref, RefCell, RefMut};
 
-use lease_machines::{FencingToken, OwnerId};
+use lease_machines::{check_resource_name, FencingToken, OwnerId};
 use magnus::{value::ReprValue, Error, Float, Integer, RArray, RString, Ruby, Value};
 
 use crate::data::{DataClass, Members};
@@ -117,7 +120,8 @@ pub fn bool_arg(ruby: &Ruby, name: &str, value: Value) -> Result<bool, Error> {
     }
 }
 
-/// A resource name: a non-empty String in an encoding compatible with UTF-8.
+/// A resource name: a String in an encoding compatible with UTF-8, non-empty and at most `MAX_RESOURCE_BYTES` bytes
+/// (the core's rule, `check_resource_name`).
 pub fn resource_arg(ruby: &Ruby, value: Value) -> Result<String, Error> {
     let Some(string) = RString::from_value(value) else {
         return Err(Error::new(
@@ -128,9 +132,7 @@ pub fn resource_arg(ruby: &Ruby, value: Value) -> Result<String, Error> {
     let name = string.to_string().map_err(|_| {
         Error::new(ruby.exception_arg_error(), format!("resource must be valid UTF-8, got {}", shown(value)))
     })?;
-    if name.is_empty() {
-        return Err(Error::new(ruby.exception_arg_error(), "resource must not be empty"));
-    }
+    check_resource_name(&name).map_err(|error| Error::new(ruby.exception_arg_error(), format!("resource {error}")))?;
     Ok(name)
 }
 
@@ -251,13 +253,17 @@ pub fn seconds_arg(ruby: &Ruby, name: &str, value: Value) -> Result<Duration, Er
     Err(type_error(ruby, name, "seconds as a Float or an Integer", value))
 }
 
-/// An instant or a length of time as the Float the gem returns. Exact for every instant the extension keeps.
+/// A length of time as the nearest Float (an instant goes through [`instant`]).
 pub fn seconds(duration: Duration) -> f64 {
     duration.as_secs_f64()
 }
 
-/// A computed deadline as a Float, rounded up (see [`on_grid`]).
-pub fn deadline(duration: Duration) -> f64 {
+/// An instant as the Float the gem hands to Ruby: the earliest Float at or after it (see [`on_grid`]). Exact for
+/// every instant that came from a Float; a computed deadline, or an instant read from a JSON document in
+/// nanoseconds, moves up to the next Float, so that `now:` equal to any instant the gem reports is never before the
+/// instant the engine keeps (a lease is never live at the `expires_at` it reports, the watermark never ahead of
+/// `observed`).
+pub fn instant(duration: Duration) -> f64 {
     seconds(on_grid(duration))
 }
 

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use lease_machines::Holder;
 use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, Value};
 
-use crate::convert::{deadline, issued_token_arg, seconds, seconds_arg, token_arg};
+use crate::convert::{instant, issued_token_arg, seconds_arg, token_arg};
 use crate::symbols::SymbolEnum;
 use crate::values;
 
@@ -79,15 +79,15 @@ impl RbHolder {
     }
 
     fn renewed_at(&self) -> f64 {
-        seconds(self.0.get().renewed_at())
+        instant(self.0.get().renewed_at())
     }
 
     fn warning_deadline(&self) -> Option<f64> {
-        self.0.get().warning_deadline().map(deadline)
+        self.0.get().warning_deadline().map(instant)
     }
 
     fn next_renewal(&self) -> Option<f64> {
-        self.0.get().next_renewal().map(deadline)
+        self.0.get().next_renewal().map(instant)
     }
 
     fn inspect(ruby: &Ruby, rb_self: &Self) -> String {
@@ -96,7 +96,7 @@ impl RbHolder {
             "#<LeaseMachines::Holder token={} state={} renewed_at={:?}>",
             holder.token().value(),
             holder.state().symbol(ruby).inspect(),
-            seconds(holder.renewed_at())
+            instant(holder.renewed_at())
         )
     }
 }

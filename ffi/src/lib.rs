@@ -61,11 +61,13 @@ pub(crate) fn wrapped_class(ruby: &Ruby, module: RModule, name: &str) -> Result<
     Ok((class, class.singleton_class()?))
 }
 
-/// `LeaseMachines::REASONS` (frozen) and `Decision.statuses`, from the enums' declarations in `symbols`.
+/// `LeaseMachines::REASONS` (frozen) and `Decision.statuses`, from the enums' declarations in `symbols`, and
+/// `LeaseMachines::MAX_RESOURCE_BYTES`, the core's bound on a resource name.
 fn define_lists(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let reasons = Rejection::symbols(ruby);
     reasons.freeze();
     module.const_set("REASONS", reasons)?;
+    module.const_set("MAX_RESOURCE_BYTES", lease_machines::MAX_RESOURCE_BYTES)?;
     data::DECISION.class(ruby)?.define_singleton_method("statuses", magnus::function!(statuses, 0))
 }
 

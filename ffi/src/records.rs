@@ -4,42 +4,92 @@
 
 use lease_machines::json::Json;
 use lease_machines::{
-    audit, AuditReport, Event, EventKind, FencingToken, Finding, FindingCode, Metrics, Rejection, TableLease,
+    audit, AuditReport, Event, EventKind, FencingToken, Finding, FindingCode, Lease, Metrics, Rejection, TableLease,
 };
 use magnus::{prelude::*, Error, IntoValue, RHash, RModule, RString, Ruby, Value};
 
 use crate::convert::{
-    frozen, issued_token_arg, optional, owner_arg, record_arg, records_arg, resource_arg, seconds, seconds_arg, shown,
-    u64_arg,
+    frozen, instant, issued_token_arg, optional, owner_arg, record_arg, records_arg, resource_arg, seconds,
+    seconds_arg, shown, u64_arg,
 };
 use crate::data::{
-    AuditReportMembers, EventMembers, FindingMembers, MetricsMembers, TableLeaseMembers, AUDIT_REPORT, EVENT, FINDING,
-    METRICS, TABLE_LEASE,
+    AuditReportMembers, EventMembers, FencedWriteMembers, FindingMembers, MetricsMembers, TableLeaseMembers,
+    AUDIT_REPORT, EVENT, FENCED_WRITE, FINDING, METRICS, TABLE_LEASE,
 };
 use crate::json;
 use crate::symbols::SymbolEnum;
 use crate::values;
 
 /// A frozen `LeaseMachines::TableLease`.
-pub fn table_lease(ruby: &Ruby, lease: &TableLease<String>) -> Result<Value, Error> {
+pub fn table_lease<R: AsRef<str>>(ruby: &Ruby, lease: &TableLease<R>) -> Result<Value, Error> {
     TABLE_LEASE.build(ruby, table_lease_members(ruby, lease))
 }
 
 /// The members of a `TableLease` (for a record that holds one).
-pub fn table_lease_members(ruby: &Ruby, lease: &TableLease<String>) -> TableLeaseMembers {
+pub fn table_lease_members<R: AsRef<str>>(ruby: &Ruby, lease: &TableLease<R>) -> TableLeaseMembers {
     TableLeaseMembers {
-        resource: frozen(ruby, lease.resource()).as_value(),
+        resource: frozen(ruby, lease.resource().as_ref()).as_value(),
         owner: lease.owner().value().into_value_with(ruby),
         token: lease.token().value().into_value_with(ruby),
-        issued_at: seconds(lease.issued_at()).into_value_with(ruby),
-        expires_at: seconds(lease.expires_at()).into_value_with(ruby),
+        issued_at: instant(lease.issued_at()).into_value_with(ruby),
+        expires_at: instant(lease.expires_at()).into_value_with(ruby),
         revision: lease.revision().into_value_with(ruby),
         term: lease.term().into_value_with(ruby),
     }
 }
 
-/// A frozen `LeaseMachines::Event`.
-pub fn event(ruby: &Ruby, event: &Event<String>) -> Result<Value, Error> {
+/// The lease a `TableLease`'s members describe, its resource the member itself (checked as a resource name).
+fn table_lease_of(ruby: &Ruby, members: TableLeaseMembers) -> Result<TableLease<Value>, Error> {
+    resource_arg(ruby, members.resource)?;
+    let lease = Lease::new(
+        owner_arg(ruby, members.owner)?,
+        issued_token_arg(ruby, "token", members.token)?,
+        seconds_arg(ruby, "expires_at", members.expires_at)?,
+    );
+    Ok(TableLease::new(
+        members.resource,
+        lease,
+        seconds_arg(ruby, "issued_at", members.issued_at)?,
+        u64_arg(ruby, "revision", members.revision)?,
+        optional(members.term, |term| u64_arg(ruby, "term", term))?,
+    ))
+}
+
+fn table_lease_self(ruby: &Ruby, rb_self: Value) -> Result<TableLease<Value>, Error> {
+    table_lease_of(ruby, record_arg(ruby, "self", &TABLE_LEASE, rb_self)?)
+}
+
+/// `TableLease#live?`: the core's rule on the engine's instants, `now` converted as every time argument is.
+fn table_lease_live(ruby: &Ruby, rb_self: Value, now: Value) -> Result<bool, Error> {
+    let now = seconds_arg(ruby, "now", now)?;
+    Ok(table_lease_self(ruby, rb_self)?.is_live(now))
+}
+
+fn table_lease_remaining(ruby: &Ruby, rb_self: Value, now: Value) -> Result<f64, Error> {
+    let now = seconds_arg(ruby, "now", now)?;
+    Ok(seconds(table_lease_self(ruby, rb_self)?.remaining(now)))
+}
+
+/// `TableLease#fenced_write`: a frozen `LeaseMachines::FencedWrite` while the lease is live at `now`, else `nil`.
+fn table_lease_fenced_write(ruby: &Ruby, rb_self: Value, operation: Value, now: Value) -> Result<Value, Error> {
+    let now = seconds_arg(ruby, "now", now)?;
+    let lease = table_lease_self(ruby, rb_self)?;
+    match lease.fenced_write(operation, now) {
+        Some(write) => FENCED_WRITE.build(
+            ruby,
+            FencedWriteMembers {
+                resource: *write.resource(),
+                owner: write.owner().value().into_value_with(ruby),
+                token: write.token().value().into_value_with(ruby),
+                operation: *write.operation(),
+            },
+        ),
+        None => Ok(ruby.qnil().as_value()),
+    }
+}
+
+/// A frozen `LeaseMachines::Event`, its resource `resource` (see [`events`]).
+fn event<R>(ruby: &Ruby, event: &Event<R>, resource: RString) -> Result<Value, Error> {
     let replaced = match event.replaced {
         Some(lease) => values::lease(ruby, lease)?,
         None => ruby.qnil().as_value(),
@@ -47,24 +97,29 @@ pub fn event(ruby: &Ruby, event: &Event<String>) -> Result<Value, Error> {
     EVENT.build(
         ruby,
         EventMembers {
-            resource: frozen(ruby, &event.resource).as_value(),
+            resource: resource.as_value(),
             kind: event.kind.symbol(ruby).as_value(),
-            at: seconds(event.at).into_value_with(ruby),
+            at: instant(event.at).into_value_with(ruby),
             owner: event.owner.value().into_value_with(ruby),
             token: event.token.value().into_value_with(ruby),
             revision: event.revision.into_value_with(ruby),
-            expires_at: seconds(event.expires_at).into_value_with(ruby),
+            expires_at: instant(event.expires_at).into_value_with(ruby),
             term: event.term.into_value_with(ruby),
             replaced,
         },
     )
 }
 
-/// A frozen Array of frozen `Event`s.
-pub fn events<'a>(ruby: &Ruby, events: impl IntoIterator<Item = &'a Event<String>>) -> Result<Value, Error> {
+/// A frozen Array of frozen `Event`s. Their resources are interned Strings, one object per name however many
+/// events carry it, so that a log of 4096 renewals of one resource holds its name once.
+pub fn events<'a, R: AsRef<str> + 'a>(
+    ruby: &Ruby,
+    events: impl IntoIterator<Item = &'a Event<R>>,
+) -> Result<Value, Error> {
     let list = ruby.ary_new();
     for one in events {
-        list.push(event(ruby, one)?)?;
+        let resource = ruby.str_new(one.resource.as_ref()).to_interned_str();
+        list.push(event(ruby, one, resource)?)?;
     }
     list.freeze();
     Ok(list.as_value())
@@ -127,7 +182,7 @@ fn metrics_of(ruby: &Ruby, members: MetricsMembers) -> Result<Metrics, Error> {
             *slot = u64_arg(ruby, reason.as_str(), count)?;
         }
     }
-    Ok(Metrics {
+    let metrics = Metrics {
         resources: count("resources", members.resources)?,
         stored_leases: count("stored_leases", members.stored_leases)?,
         live_leases: count("live_leases", members.live_leases)?,
@@ -138,7 +193,9 @@ fn metrics_of(ruby: &Ruby, members: MetricsMembers) -> Result<Metrics, Error> {
         rejected: count("rejected", members.rejected)?,
         rejections,
         holder_transitions: count("holder_transitions", members.holder_transitions)?,
-    })
+    };
+    metrics.check().map_err(|issue| Error::new(ruby.exception_arg_error(), format!("impossible metrics: {issue}")))?;
+    Ok(metrics)
 }
 
 /// A frozen `LeaseMachines::AuditReport`, valid exactly when it has no findings, the findings a frozen Array of
@@ -223,6 +280,11 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     functions.define_private_method("_events_from_json", magnus::function!(events_from_json, 1))?;
 
     EVENT.class(ruby)?.define_singleton_method("kinds", magnus::function!(event_kinds, 0))?;
+
+    let table_lease = TABLE_LEASE.class(ruby)?;
+    table_lease.define_private_method("_live", magnus::method!(table_lease_live, 1))?;
+    table_lease.define_private_method("_remaining", magnus::method!(table_lease_remaining, 1))?;
+    table_lease.define_private_method("_fenced_write", magnus::method!(table_lease_fenced_write, 2))?;
 
     let metrics = METRICS.class(ruby)?;
     metrics.define_private_method("_to_json", magnus::method!(metrics_to_json, 0))?;

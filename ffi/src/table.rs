@@ -4,6 +4,7 @@
 //! Decisions come back as frozen `LeaseMachines::Decision`s, their leases `TableLease`s (see `records`).
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use lease_machines::json::Json;
 use lease_machines::{
@@ -13,7 +14,7 @@ use lease_machines::{
 use magnus::{prelude::*, typed_data::Obj, Error, IntoValue, RArray, RHash, RModule, RString, Ruby, Value};
 
 use crate::convert::{
-    borrowed, never_current, on_grid, optional, owner_arg, resource_arg, seconds, seconds_arg, token_arg, u64_arg,
+    borrowed, instant, never_current, on_grid, optional, owner_arg, resource_arg, seconds_arg, token_arg, u64_arg,
     usize_arg, Borrowed,
 };
 use crate::data::{self, BatchMembers, ReapingMembers, BATCH, DECISION, REAPING, TABLE_LEASE};
@@ -21,25 +22,34 @@ use crate::json;
 use crate::records;
 use crate::symbols::{CommandName, Status, SymbolEnum};
 
-#[magnus::wrap(class = "LeaseMachines::Table", free_immediately, size)]
-pub struct RbTable(RefCell<LeaseTable<String>>);
+/// A resource name as the table keeps it: shared, so that its events and leases hold the table's one copy (a
+/// `String` per event made a 200 KB name renewed 4096 times cost 800 MB).
+type Key = Arc<str>;
 
-borrowed!(RbTable, LeaseTable<String>, "LeaseMachines::Table");
+/// A resource name argument (see `convert::resource_arg`), as the table's key type.
+fn key_arg(ruby: &Ruby, value: Value) -> Result<Key, Error> {
+    resource_arg(ruby, value).map(Key::from)
+}
+
+#[magnus::wrap(class = "LeaseMachines::Table", free_immediately, size)]
+pub struct RbTable(RefCell<LeaseTable<Key>>);
+
+borrowed!(RbTable, LeaseTable<Key>, "LeaseMachines::Table");
 
 /// A table as the gem makes it: its computed deadlines on the Float grid (see `convert`), so every `expires_at`
 /// Ruby sees is exactly the instant the table enforces.
-fn configured(table: LeaseTable<String>, clock_policy: Value, ruby: &Ruby) -> Result<LeaseTable<String>, Error> {
+fn configured(table: LeaseTable<Key>, clock_policy: Value, ruby: &Ruby) -> Result<LeaseTable<Key>, Error> {
     let policy = ClockPolicy::arg(ruby, clock_policy)?;
     Ok(table.with_clock_policy(policy).with_deadline_rounding(on_grid))
 }
 
 /// A token as presented, with 0 (never issued) standing for a token that is never the resource's current one.
-fn presented(table: &LeaseTable<String>, resource: &String, token: Option<FencingToken>) -> FencingToken {
+fn presented(table: &LeaseTable<Key>, resource: &Key, token: Option<FencingToken>) -> FencingToken {
     token.unwrap_or_else(|| never_current(table.lease(resource).map(|lease| lease.token())))
 }
 
 /// The frozen `LeaseMachines::Decision` for `decision`, its lease a frozen `TableLease`.
-fn answer(ruby: &Ruby, decision: &TableDecision<String>) -> Result<Value, Error> {
+fn answer(ruby: &Ruby, decision: &TableDecision<Key>) -> Result<Value, Error> {
     let (status, lease) = match decision {
         TableDecision::Granted(lease) => (Status::Granted, Some(lease)),
         TableDecision::Renewed(lease) => (Status::Renewed, Some(lease)),
@@ -61,7 +71,7 @@ impl RbTable {
 
     fn from_json(ruby: &Ruby, text: RString, clock_policy: Value, event_capacity: Value) -> Result<Self, Error> {
         let capacity = usize_arg(ruby, "event_capacity", event_capacity)?;
-        let checkpoint: TableCheckpoint<String> = json::read(ruby, text)?;
+        let checkpoint: TableCheckpoint<Key> = json::read(ruby, text)?;
         let table = LeaseTable::with_event_capacity(capacity).restored(checkpoint);
         Ok(Self(RefCell::new(configured(table, clock_policy, ruby)?)))
     }
@@ -70,7 +80,7 @@ impl RbTable {
     fn decide(
         ruby: &Ruby,
         rb_self: Obj<Self>,
-        decide: impl FnOnce(&mut LeaseTable<String>) -> TableDecision<String>,
+        decide: impl FnOnce(&mut LeaseTable<Key>) -> TableDecision<Key>,
     ) -> Result<Value, Error> {
         rb_self.check_frozen()?;
         // The answer's classes are looked up (and checked) before the table changes, so that a broken Ruby layer
@@ -93,7 +103,7 @@ impl RbTable {
         ttl: Value,
         expected_revision: Value,
     ) -> Result<Value, Error> {
-        let resource = resource_arg(ruby, resource)?;
+        let resource = key_arg(ruby, resource)?;
         let owner = owner_arg(ruby, owner)?;
         let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
         let expected = optional(expected_revision, |expected| u64_arg(ruby, "expected_revision", expected))?;
@@ -111,7 +121,7 @@ impl RbTable {
         now: Value,
         ttl: Value,
     ) -> Result<Value, Error> {
-        let resource = resource_arg(ruby, resource)?;
+        let resource = key_arg(ruby, resource)?;
         let owner = owner_arg(ruby, owner)?;
         let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
         Self::decide(ruby, rb_self, |table| table.reacquire(&resource, owner, now, ttl))
@@ -126,7 +136,7 @@ impl RbTable {
         now: Value,
         ttl: Value,
     ) -> Result<Value, Error> {
-        let resource = resource_arg(ruby, resource)?;
+        let resource = key_arg(ruby, resource)?;
         let owner = owner_arg(ruby, owner)?;
         let token = token_arg(ruby, "token", token)?;
         let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
@@ -144,7 +154,7 @@ impl RbTable {
         token: Value,
         now: Value,
     ) -> Result<Value, Error> {
-        let resource = resource_arg(ruby, resource)?;
+        let resource = key_arg(ruby, resource)?;
         let owner = owner_arg(ruby, owner)?;
         let token = token_arg(ruby, "token", token)?;
         let now = seconds_arg(ruby, "now", now)?;
@@ -165,7 +175,7 @@ impl RbTable {
         now: Value,
         ttl: Value,
     ) -> Result<Value, Error> {
-        let resource = resource_arg(ruby, resource)?;
+        let resource = key_arg(ruby, resource)?;
         let owner = owner_arg(ruby, owner)?;
         let token = token_arg(ruby, "token", token)?;
         let new_owner = u64_arg(ruby, "new_owner", new_owner).map(OwnerId::new)?;
@@ -177,7 +187,7 @@ impl RbTable {
     }
 
     fn reap(ruby: &Ruby, rb_self: Obj<Self>, resource: Value, now: Value) -> Result<Value, Error> {
-        let resource = resource_arg(ruby, resource)?;
+        let resource = key_arg(ruby, resource)?;
         let now = seconds_arg(ruby, "now", now)?;
         Self::decide(ruby, rb_self, |table| table.reap(&resource, now))
     }
@@ -191,7 +201,7 @@ impl RbTable {
         now: Value,
         ttl: Value,
     ) -> Result<Value, Error> {
-        let resource = resource_arg(ruby, resource)?;
+        let resource = key_arg(ruby, resource)?;
         let certificate: QuorumCertificate<OwnerId> = crate::election::certificate_arg(ruby, certificate)?;
         let owner = owner_arg(ruby, owner)?;
         let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
@@ -231,7 +241,7 @@ impl RbTable {
         DECISION.class(ruby)?;
         TABLE_LEASE.class(ruby)?;
         BATCH.class(ruby)?;
-        let result: Vec<TableDecision<String>> = {
+        let result: Vec<TableDecision<Key>> = {
             let mut table = rb_self.borrowed_mut(ruby)?;
             timed
                 .into_iter()
@@ -261,23 +271,23 @@ impl RbTable {
     }
 
     fn lease(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<Value>, Error> {
-        let resource = resource_arg(ruby, resource)?;
+        let resource = key_arg(ruby, resource)?;
         let lease = rb_self.borrowed(ruby)?.lease(&resource);
         lease.map(|lease| records::table_lease(ruby, &lease)).transpose()
     }
 
     fn revision(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<u64, Error> {
-        let resource = resource_arg(ruby, resource)?;
+        let resource = key_arg(ruby, resource)?;
         Ok(rb_self.borrowed(ruby)?.revision(&resource))
     }
 
     fn last_issued(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<u64>, Error> {
-        let resource = resource_arg(ruby, resource)?;
+        let resource = key_arg(ruby, resource)?;
         Ok(rb_self.borrowed(ruby)?.last_issued(&resource).map(FencingToken::value))
     }
 
     fn term(ruby: &Ruby, rb_self: &Self, resource: Value) -> Result<Option<u64>, Error> {
-        let resource = resource_arg(ruby, resource)?;
+        let resource = key_arg(ruby, resource)?;
         Ok(rb_self.borrowed(ruby)?.term(&resource))
     }
 
@@ -286,7 +296,7 @@ impl RbTable {
     }
 
     fn observed(ruby: &Ruby, rb_self: &Self) -> Result<f64, Error> {
-        Ok(seconds(rb_self.borrowed(ruby)?.observed()))
+        Ok(instant(rb_self.borrowed(ruby)?.observed()))
     }
 
     fn clock_policy(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
@@ -320,19 +330,19 @@ impl RbTable {
         Ok(format!(
             "#<LeaseMachines::Table resources={} observed={} clock_policy={}>",
             table.len(),
-            ruby.float_from_f64(seconds(table.observed())).inspect(),
+            ruby.float_from_f64(instant(table.observed())).inspect(),
             table.clock_policy().symbol(ruby).inspect()
         ))
     }
 }
 
 /// One batch entry, a Hash with `:command` and the keywords of the method of that name (the Ruby layer checked that
-/// it has the ones its command needs; keys a command does not use are ignored), and whether it presented token 0,
-/// which is resolved against the table when it runs.
-fn command(ruby: &Ruby, entry: RHash) -> Result<(TimedCommand<String>, bool), Error> {
+/// it has exactly the keywords that method takes, so every key is converted here), and whether it presented token
+/// 0, which is resolved against the table when it runs.
+fn command(ruby: &Ruby, entry: RHash) -> Result<(TimedCommand<Key>, bool), Error> {
     let field = |key: &str| entry.get(ruby.to_symbol(key)).unwrap_or_else(|| ruby.qnil().as_value());
     let name = CommandName::arg(ruby, field("command"))?;
-    let resource = resource_arg(ruby, field("resource"))?;
+    let resource = key_arg(ruby, field("resource"))?;
     let at = seconds_arg(ruby, "now", field("now"))?;
     let owner = || owner_arg(ruby, field("owner"));
     let ttl = || seconds_arg(ruby, "ttl", field("ttl"));
@@ -361,7 +371,7 @@ fn command(ruby: &Ruby, entry: RHash) -> Result<(TimedCommand<String>, bool), Er
     Ok((TimedCommand { command, at }, zero_token))
 }
 
-fn set_token(command: &mut Command<String>, presented: FencingToken) {
+fn set_token(command: &mut Command<Key>, presented: FencingToken) {
     if let Command::Renew { token, .. } | Command::Release { token, .. } | Command::Transfer { token, .. } = command {
         *token = presented;
     }

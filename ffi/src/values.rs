@@ -11,7 +11,8 @@ use lease_machines::{Cadence, Checkpoint, Lease};
 use magnus::{prelude::*, Error, IntoValue, RString, Ruby, Value};
 
 use crate::convert::{
-    issued_token_arg, optional_record_arg, optional_token_arg, owner_arg, record_arg, seconds, seconds_arg, token_arg,
+    instant, issued_token_arg, optional_record_arg, optional_token_arg, owner_arg, record_arg, seconds, seconds_arg,
+    token_arg,
 };
 use crate::data::{CadenceMembers, CheckpointMembers, LeaseMembers, CADENCE, CHECKPOINT, LEASE};
 use crate::json;
@@ -26,7 +27,7 @@ pub fn lease_members(ruby: &Ruby, lease: Lease) -> LeaseMembers {
     LeaseMembers {
         owner: lease.owner().value().into_value_with(ruby),
         token: lease.token().value().into_value_with(ruby),
-        expires_at: seconds(lease.expires_at()).into_value_with(ruby),
+        expires_at: instant(lease.expires_at()).into_value_with(ruby),
     }
 }
 
@@ -75,7 +76,7 @@ fn checkpoint_members(ruby: &Ruby, checkpoint: &Checkpoint) -> Result<Checkpoint
     Ok(CheckpointMembers {
         last_issued: checkpoint.last_issued().map(|token| token.value()).into_value_with(ruby),
         lease,
-        observed: seconds(checkpoint.observed()).into_value_with(ruby),
+        observed: instant(checkpoint.observed()).into_value_with(ruby),
     })
 }
 

@@ -7,15 +7,8 @@ module LeaseMachines
   # seconds; owners and tokens Integers in 0..2**64-1. Rejections come back as Decisions; malformed input raises
   # before anything changes. See README.md, "Many resources".
   class Table
-    # The keys of a batch entry: +:command+ plus the keywords of the method of that name.
-    BATCH_KEYS = %i[command resource now owner token new_owner ttl expected_revision].freeze
-
-    # Which keys each batch command needs.
-    BATCH_REQUIRED = {
-      acquire: %i[resource now owner ttl], reacquire: %i[resource now owner ttl],
-      renew: %i[resource now owner token ttl], release: %i[resource now owner token],
-      transfer: %i[resource now owner token new_owner ttl], reap: %i[resource now]
-    }.freeze
+    # The commands a batch entry may name: the methods of those names.
+    BATCH_COMMANDS = %i[acquire reacquire renew release transfer reap].freeze
 
     # An empty table. +clock_policy+ is +:reject+ or +:clamp+ (see Authority.new); +event_capacity+ (Integer) is how
     # many of the newest events #events keeps.
@@ -96,16 +89,40 @@ module LeaseMachines
     # The table's state as a JSON document (format 1, see core/FORMAT.md): what Table.from_json reads.
     def to_json(*) = _to_json
 
+    # Each batch command's keywords, read from its method: a batch entry takes exactly those (plus +:command+).
+    BATCH_KEYWORDS = BATCH_COMMANDS.to_h do |name|
+      parameters = instance_method(name).parameters
+      [name, { required: parameters.filter_map { |kind, key| key if kind == :keyreq }.freeze,
+               optional: parameters.filter_map { |kind, key| key if kind == :key }.freeze }.freeze]
+    end.freeze
+
+    # Which keywords each batch command needs.
+    BATCH_REQUIRED = BATCH_KEYWORDS.transform_values { |keywords| keywords[:required] }.freeze
+
+    # Every key a batch entry may have, whatever its command.
+    BATCH_KEYS = [:command, *BATCH_KEYWORDS.values.flat_map(&:values).flatten].uniq.freeze
+
     private
 
+    # Refuses an entry as its method would refuse the call, in Ruby's words, prefixed with where it is:
+    # "commands[1] (:renew): missing keywords: :owner, :token", "commands[0] (:acquire): unknown keyword: :token".
     def check_batch_entry(command, index)
       raise TypeError, "commands[#{index}] must be a Hash, got #{command.class}" unless command.is_a?(Hash)
 
-      unknown = command.keys - BATCH_KEYS
-      raise ArgumentError, "commands[#{index}] has unknown keys #{unknown.inspect}" unless unknown.empty?
+      keywords = BATCH_KEYWORDS[command[:command]]
+      return unless keywords # the extension refuses an unknown command, naming the valid ones
 
-      missing = BATCH_REQUIRED.fetch(command[:command], []) - command.keys
-      raise ArgumentError, "commands[#{index}] (#{command[:command].inspect}) misses #{missing.inspect}" if missing.any?
+      given = command.keys - [:command]
+      missing = keywords[:required] - given
+      raise ArgumentError, batch_keyword_error(index, command, "missing", missing) if missing.any?
+
+      unknown = given - keywords[:required] - keywords[:optional]
+      raise ArgumentError, batch_keyword_error(index, command, "unknown", unknown) if unknown.any?
+    end
+
+    def batch_keyword_error(index, command, what, keys)
+      "commands[#{index}] (#{command[:command].inspect}): #{what} keyword#{"s" if keys.size > 1}: " \
+        "#{keys.map(&:inspect).join(", ")}"
     end
   end
 end

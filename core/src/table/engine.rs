@@ -78,7 +78,7 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
                 if let Some(current) = self.resources.get_mut(resource) {
                     *current = slot;
                 } else {
-                    self.resources.insert(resource.clone(), slot);
+                    self.resources.insert(event.resource.clone(), slot);
                 }
                 self.counters.accepted = self.counters.accepted.saturating_add(1);
                 self.counters.events = self.counters.events.saturating_add(1);
@@ -107,7 +107,10 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
             }
             None => now,
         };
-        let before = self.resources.get(resource).copied().unwrap_or_default();
+        // The event and the lease carry the table's own key when it has one: for a shared key type (`Arc<str>`),
+        // every event of a resource then holds the one name the table keeps, not the copy each caller passed.
+        let found = self.resources.get_key_value(resource);
+        let before = found.map(|(_, slot)| *slot).unwrap_or_default();
         let change = check(&before, now, deadline)?;
         let revision = before.revision.checked_add(1).ok_or(Rejection::RevisionSpaceExhausted)?;
         let mut after = Slot { revision, ..before };
@@ -138,8 +141,16 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
             }
         };
         let shown = after.stored.or(ended).ok_or(Rejection::NotHeld)?;
+        let key = found.map_or(resource, |(key, _)| key).clone();
+        let decision = match (kind, after.table_lease(&key)) {
+            (EventKind::Acquired | EventKind::Reacquired, Some(lease)) => TableDecision::Granted(lease),
+            (EventKind::Transferred, Some(lease)) => TableDecision::Transferred(lease),
+            (EventKind::Renewed, Some(lease)) => TableDecision::Renewed(lease),
+            (EventKind::Released, _) => TableDecision::Released,
+            _ => TableDecision::Reaped,
+        };
         let event = Event {
-            resource: resource.clone(),
+            resource: key,
             kind,
             at: now,
             owner: shown.lease.owner(),
@@ -148,13 +159,6 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
             expires_at: shown.lease.expires_at(),
             term: shown.term,
             replaced: if ended.is_some() { None } else { replaced },
-        };
-        let decision = match (kind, after.table_lease(resource)) {
-            (EventKind::Acquired | EventKind::Reacquired, Some(lease)) => TableDecision::Granted(lease),
-            (EventKind::Transferred, Some(lease)) => TableDecision::Transferred(lease),
-            (EventKind::Renewed, Some(lease)) => TableDecision::Renewed(lease),
-            (EventKind::Released, _) => TableDecision::Released,
-            _ => TableDecision::Reaped,
         };
         Ok((after, event, decision, transition))
     }

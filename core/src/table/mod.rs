@@ -23,7 +23,7 @@ pub use audit::{audit, AuditReport, Finding, FindingCode};
 pub use command::{BatchResult, Command, TimedCommand};
 pub use event::{Discard, Event, EventKind, EventLog, EventSink};
 pub use lease::TableLease;
-pub use metrics::Metrics;
+pub use metrics::{Metrics, MetricsIssue};
 pub use state::{validate_record, IssueCode, LeaseRecord, ResourceRecord, StateIssue, TableCheckpoint};
 
 use crate::{ClockPolicy, FencingToken, Lease, Rejection};

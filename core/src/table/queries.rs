@@ -49,10 +49,11 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
         self.resources.is_empty()
     }
 
-    /// The lease record of `resource`, live or expired, or `None` when vacant or unknown.
+    /// The lease record of `resource`, live or expired, or `None` when vacant or unknown. It carries the table's
+    /// own key (shared, for a shared key type), not a copy of `resource`.
     #[must_use]
     pub fn lease(&self, resource: &R) -> Option<TableLease<R>> {
-        self.resources.get(resource).and_then(|slot| slot.table_lease(resource))
+        self.resources.get_key_value(resource).and_then(|(key, slot)| slot.table_lease(key))
     }
 
     /// The lease live on `resource` at `now`, if any. A pure query: the watermark does not move.

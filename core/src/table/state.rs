@@ -62,13 +62,16 @@ pub enum IssueCode {
     TermMismatch,
     /// A term is recorded for a resource that was never granted.
     TermWithoutGrant,
+    /// A resource is recorded with no token, lease or term: a table knows a resource only once it granted it (its
+    /// first accepted change is a grant), and keeps its token high-water from then on.
+    NeverGranted,
     /// Two records name the same resource.
     DuplicateResource,
 }
 
 impl IssueCode {
     /// Every code, in declaration order.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::ZeroToken,
         Self::LeaseWithoutHighWater,
         Self::TokenAboveHighWater,
@@ -78,6 +81,7 @@ impl IssueCode {
         Self::RevisionBehindTokens,
         Self::TermMismatch,
         Self::TermWithoutGrant,
+        Self::NeverGranted,
         Self::DuplicateResource,
     ];
 
@@ -94,6 +98,7 @@ impl IssueCode {
             Self::RevisionBehindTokens => "revision_behind_tokens",
             Self::TermMismatch => "term_mismatch",
             Self::TermWithoutGrant => "term_without_grant",
+            Self::NeverGranted => "never_granted",
             Self::DuplicateResource => "duplicate_resource",
         }
     }
@@ -111,6 +116,7 @@ impl fmt::Display for IssueCode {
             Self::RevisionBehindTokens => "the revision is below the token high-water",
             Self::TermMismatch => "the lease's term is not the resource's latest term",
             Self::TermWithoutGrant => "a term is recorded but no token was ever issued",
+            Self::NeverGranted => "the resource is recorded but was never granted",
             Self::DuplicateResource => "the resource appears more than once",
         })
     }
@@ -148,6 +154,9 @@ pub fn validate_record<R: Clone>(record: &ResourceRecord<R>, observed: Duration)
     }
     if record.term.is_some() && record.last_issued.is_none() {
         codes.push(IssueCode::TermWithoutGrant);
+    }
+    if record.last_issued.is_none() && record.term.is_none() && record.lease.is_none() {
+        codes.push(IssueCode::NeverGranted);
     }
     if let Some(lease) = record.lease {
         if lease.token == 0 {
