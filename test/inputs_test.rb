@@ -174,3 +174,135 @@ class InputsTest < Minitest::Test
     assert error.message.end_with?("...")
   end
 end
+
+# Arguments that do not behave: a BasicObject (no #inspect, no #is_a?), an #inspect that raises, returns something
+# other than a String or is huge, a #to_str that raises, Strings whose encoding does not say UTF-8. Each is a
+# TypeError or ArgumentError (InvalidDocument for a document) naming the argument, with a bounded message.
+class MisbehavingInputsTest < Minitest::Test
+  def setup
+    ill_typed!
+  end
+
+  # An object whose #inspect is +behaviour+: raises, returns an Integer, or returns a megabyte.
+  def odd(behaviour)
+    Object.new.tap do |object|
+      case behaviour
+      when :raises then def object.inspect = raise("inspect broke")
+      when :integer then def object.inspect = 42
+      when :huge then def object.inspect = "x" * 1_000_000
+      end
+    end
+  end
+
+  def each_call(value)
+    cadence = LeaseMachines::Cadence.new(ttl: 10.0, renew_every: 5.0, warn_before: 1.0)
+    lease = LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: 5.0)
+    authority = LeaseMachines::Authority.new
+    holder = LeaseMachines::Holder.new(token: 1, at: 0.0, cadence:)
+    table = LeaseMachines::Table.new
+    guard = LeaseMachines::FenceGuard.new
+    {
+      "Authority.new" => -> { LeaseMachines::Authority.new(clock_policy: value) },
+      "Authority.restore" => -> { LeaseMachines::Authority.restore(value) },
+      "Authority#acquire" => -> { authority.acquire(owner: value, now: 0.0, ttl: 1.0) },
+      "Authority#renew" => -> { authority.renew(owner: 1, token: value, now: 0.0, ttl: 1.0) },
+      "Authority#release" => -> { authority.release(owner: 1, token: 1, now: value) },
+      "Fence.new" => -> { LeaseMachines::Fence.new(highest: value) },
+      "Fence#accept" => -> { LeaseMachines::Fence.new.accept(value) },
+      "Holder.new" => -> { LeaseMachines::Holder.new(token: 1, at: 0.0, cadence: value) },
+      "Holder#refresh" => -> { holder.refresh(now: value) },
+      "Holder#confirm" => -> { holder.confirm(token: value, at: 1.0) },
+      "Holder#at_risk?" => -> { holder.at_risk?(now: value) },
+      "Table.new" => -> { LeaseMachines::Table.new(event_capacity: value) },
+      "Table.from_json" => -> { LeaseMachines::Table.from_json(value) },
+      "Table#acquire" => -> { table.acquire(resource: value, owner: 1, now: 0.0, ttl: 1.0) },
+      "Table#lease" => -> { table.lease(value) },
+      "Table#acquire_leadership" => -> { table.acquire_leadership(resource: "r", certificate: value, owner: 1, now: 0.0, ttl: 1.0) },
+      "FenceGuard.new" => -> { LeaseMachines::FenceGuard.new(marks: value) },
+      "FenceGuard.new marks" => -> { LeaseMachines::FenceGuard.new(marks: [value]) },
+      "FenceGuard.from_json" => -> { LeaseMachines::FenceGuard.from_json(value) },
+      "FenceGuard#check" => -> { guard.check(value) },
+      "FenceGuard#highest" => -> { guard.highest(value) },
+      "Election.quorum_size" => -> { LeaseMachines::Election.quorum_size(value) },
+      "Election.select_candidate" => -> { LeaseMachines::Election.select_candidate([value]) },
+      "Election.certify_votes" => -> { LeaseMachines::Election.certify_votes(votes: [], members: [value], term: 1) },
+      "Simulation.new" => -> { LeaseMachines::Simulation.new(value) },
+      "Simulation#step" => -> { LeaseMachines::Simulation.new.step(value) },
+      "simulate" => -> { LeaseMachines.simulate(value) },
+      "simulate with members" => -> { LeaseMachines.simulate(value, cycles: 1) },
+      "audit" => -> { LeaseMachines.audit([value]) },
+      "events_from_json" => -> { LeaseMachines.events_from_json(value) },
+      "Lease.new" => -> { LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: value) },
+      "Lease#live?" => -> { lease.live?(now: value) },
+      "Checkpoint.new" => -> { LeaseMachines::Checkpoint.new(last_issued: nil, lease: value, observed: 0.0) },
+      "Checkpoint.from_json" => -> { LeaseMachines::Checkpoint.from_json(value) },
+      "Cadence.new" => -> { LeaseMachines::Cadence.new(ttl: value, renew_every: 1.0, warn_before: 0.5) },
+      "Metrics.from_json" => -> { LeaseMachines::Metrics.from_json(value) },
+      "SimulationReport.from_json" => -> { LeaseMachines::SimulationReport.from_json(value) }
+    }
+  end
+
+  # The argument each call above names in its message.
+  ARGUMENT = /\A(clock_policy|checkpoint|owner|token|now|highest|cadence|event_capacity|json|resource|certificate|
+               marks|write|members|candidates|member|config|cycles|events|expires_at|lease|ttl)\ must\ /x
+
+  def test_a_basic_object_is_a_type_error_naming_the_argument
+    each_call(BasicObject.new).each do |call, body|
+      error = assert_raises(TypeError, call, &body)
+      assert_match ARGUMENT, error.message, call
+      assert_match(/, got (BasicObject )?BasicObject\z/, error.message, call)
+    end
+  end
+
+  def test_a_raising_non_string_or_huge_inspect_gives_a_short_message
+    %i[raises integer huge].each do |behaviour|
+      each_call(odd(behaviour)).each do |call, body|
+        error = assert_raises(TypeError, "#{call} (#{behaviour})", &body)
+        assert_match ARGUMENT, error.message, call
+        assert_operator error.message.length, :<=, 200, "#{call} (#{behaviour})"
+        # Some messages name only the class; those that show the value show at most 61 of its characters and "...".
+        shown = behaviour == :huge ? "(Object )?x{61}\\.\\.\\." : "(Object )?Object"
+        assert_match(/, got (Object|#{shown})\z/, error.message, "#{call} (#{behaviour})")
+      end
+    end
+  end
+
+  def test_the_shown_value_is_bounded_and_never_raises
+    assert_equal "BasicObject", LeaseMachines.__send__(:_shown, BasicObject.new)
+    assert_equal "Object", LeaseMachines.__send__(:_shown, odd(:raises))
+    assert_equal "Object", LeaseMachines.__send__(:_shown, odd(:integer))
+    assert_equal "#{"x" * 61}...", LeaseMachines.__send__(:_shown, odd(:huge))
+    assert_equal ":a", LeaseMachines.__send__(:_shown, :a)
+    error = assert_raises(TypeError) { LeaseMachines.simulate("a" * 1_000_000) }
+    assert_equal "config must be a LeaseMachines::SimulationConfig, got \"#{"a" * 60}...", error.message
+  end
+
+  def test_a_document_is_a_string_never_converted
+    convertible = Object.new
+    def convertible.to_str = raise("to_str broke")
+    error = assert_raises(TypeError) { LeaseMachines::Table.from_json(convertible) }
+    assert_match(/\Ajson must be a String, got Object #<Object/, error.message)
+    error = assert_raises(TypeError) { LeaseMachines::Checkpoint.from_json(:json) }
+    assert_equal "json must be a String, got Symbol :json", error.message
+  end
+
+  def test_utf8_bytes_are_read_whatever_the_strings_encoding
+    table = LeaseMachines::Table.new
+    table.acquire(resource: "café", owner: 1, now: 0.0, ttl: 5.0)
+    json = table.to_json
+    [json.b, json.dup.force_encoding(Encoding::US_ASCII), json.encode(Encoding::UTF_16LE),
+     json.encode(Encoding::ISO_8859_1)].each do |text|
+      assert_equal ["café"], LeaseMachines::Table.from_json(text).events.map(&:resource) |
+                             [LeaseMachines::Table.from_json(text).lease("café").resource], text.encoding.name
+    end
+    events = LeaseMachines.events_to_json(table.events)
+    assert_equal table.events, LeaseMachines.events_from_json(events.b)
+    ["café".b, "café".dup.force_encoding(Encoding::US_ASCII), "café".encode(Encoding::ISO_8859_1),
+     "café".encode(Encoding::UTF_16LE), "café".dup.force_encoding(Encoding::ISO_8859_1)].each do |name|
+      assert_equal 1, table.lease(name)&.token, "#{name.encoding} #{name.bytes}"
+    end
+    assert_raises(LeaseMachines::InvalidDocument) { LeaseMachines::Table.from_json("{\xff}".b) }
+    error = assert_raises(ArgumentError) { table.lease("caf\xe9".b) }
+    assert_match(/\Aresource must be valid UTF-8, got /, error.message)
+  end
+end

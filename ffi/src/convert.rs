@@ -27,11 +27,18 @@ use core::time::Duration;
 use std::cell::{Ref, RefCell, RefMut};
 
 use lease_machines::{check_resource_name, FencingToken, OwnerId};
+use magnus::encoding::{EncodingCapable, RbEncoding};
 use magnus::{value::ReprValue, Error, Float, Integer, RArray, RString, Ruby, Value};
 
 use crate::data::{DataClass, Members};
 
-/// `inspect` of a value for an error message, bounded so a huge Bignum or String cannot flood it.
+/// How many characters of a value's `inspect` an error message shows; a longer one ends in `...`.
+const SHOWN_CHARS: usize = 64;
+
+/// A value as an error message shows it: its `inspect`, at most [`SHOWN_CHARS`] characters (a longer one cut and
+/// ended with `...`), so that a huge String or Array cannot flood the message; its class name when `inspect`
+/// raises, returns something other than a String, or is missing (a `BasicObject`). A Bignum too large to print
+/// quickly is described by its size. The one such helper: the Ruby layer calls it as `LeaseMachines._shown`.
 pub fn shown(value: Value) -> String {
     if let Some(integer) = Integer::from_value(value) {
         // A huge Bignum's decimal form is slow to build: describe it by its size instead.
@@ -41,9 +48,14 @@ pub fn shown(value: Value) -> String {
             }
         }
     }
-    let text = value.inspect();
-    if text.chars().count() > 64 {
-        let head: String = text.chars().take(61).collect();
+    let Some(inspected) = value.funcall::<_, _, Value>("inspect", ()).ok().and_then(RString::from_value) else {
+        return class_name(value);
+    };
+    let ruby = Ruby::get_with(inspected);
+    // SAFETY: the text is copied into an owned String before any other Ruby call.
+    let text = unsafe { inspected.conv_enc(ruby.utf8_encoding()).unwrap_or(inspected).to_string_lossy().into_owned() };
+    if text.chars().count() > SHOWN_CHARS {
+        let head: String = text.chars().take(SHOWN_CHARS - 3).collect();
         format!("{head}...")
     } else {
         text
@@ -120,7 +132,29 @@ pub fn bool_arg(ruby: &Ruby, name: &str, value: Value) -> Result<bool, Error> {
     }
 }
 
-/// A resource name: a String in an encoding compatible with UTF-8, non-empty and at most `MAX_RESOURCE_BYTES` bytes
+/// The text of `string` as UTF-8, whatever its encoding says: its bytes when they are valid UTF-8 (a String read
+/// under the C locale is tagged US-ASCII, one from `#b` or a socket ASCII-8BIT, yet both may hold UTF-8); else, for
+/// an encoding other than UTF-8, US-ASCII and ASCII-8BIT, its characters transcoded. A String in a wide encoding
+/// (UTF-16, UTF-32), whose bytes are not its text's UTF-8 even when they would pass for it, is always transcoded.
+/// `None` when neither gives UTF-8.
+pub fn utf8_text(ruby: &Ruby, string: RString) -> Option<String> {
+    let encoding = string.enc_get();
+    let wide = RbEncoding::from(encoding).mbminlen() > 1;
+    if !wide {
+        // SAFETY: the bytes are copied into an owned String before any other Ruby call.
+        if let Ok(text) = std::str::from_utf8(unsafe { string.as_slice() }) {
+            return Some(text.to_owned());
+        }
+        if [ruby.utf8_encindex(), ruby.usascii_encindex(), ruby.ascii8bit_encindex()].contains(&encoding) {
+            return None;
+        }
+    }
+    let transcoded = string.conv_enc(ruby.utf8_encoding()).ok()?;
+    // SAFETY: as above.
+    unsafe { transcoded.test_as_str() }.filter(|_| transcoded.enc_get() == ruby.utf8_encindex()).map(str::to_owned)
+}
+
+/// A resource name: a String holding UTF-8 (see [`utf8_text`]), non-empty and at most `MAX_RESOURCE_BYTES` bytes
 /// (the core's rule, `check_resource_name`).
 pub fn resource_arg(ruby: &Ruby, value: Value) -> Result<String, Error> {
     let Some(string) = RString::from_value(value) else {
@@ -129,11 +163,17 @@ pub fn resource_arg(ruby: &Ruby, value: Value) -> Result<String, Error> {
             format!("resource must be a String, got {}", shown(value)),
         ));
     };
-    let name = string.to_string().map_err(|_| {
+    let name = utf8_text(ruby, string).ok_or_else(|| {
         Error::new(ruby.exception_arg_error(), format!("resource must be valid UTF-8, got {}", shown(value)))
     })?;
     check_resource_name(&name).map_err(|error| Error::new(ruby.exception_arg_error(), format!("resource {error}")))?;
     Ok(name)
+}
+
+/// A String argument (a JSON document): only a String or an instance of a subclass, never converted with
+/// `to_str`, so that no Ruby code runs; anything else is a `TypeError` naming the argument.
+pub fn string_arg(ruby: &Ruby, name: &str, value: Value) -> Result<RString, Error> {
+    RString::from_value(value).ok_or_else(|| type_error(ruby, name, "a String", value))
 }
 
 /// A frozen Ruby String, so that the records holding it can be shared across Ractors.

@@ -34,7 +34,7 @@ impl RbFenceGuard {
         Ok(Self(RefCell::new(guard)))
     }
 
-    fn from_json(ruby: &Ruby, text: RString) -> Result<Self, Error> {
+    fn from_json(ruby: &Ruby, text: Value) -> Result<Self, Error> {
         let guard: FenceGuard<String> = json::read(ruby, text)?;
         Ok(Self(RefCell::new(guard)))
     }

@@ -40,6 +40,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let module = ruby.define_module("LeaseMachines")?;
     errors::fetch(ruby, module)?;
     define_lists(ruby, module)?;
+    module.singleton_class()?.define_private_method("_shown", magnus::function!(convert::shown, 1))?;
     values::define(ruby)?;
     authority::define(ruby, module)?;
     fence::define(ruby, module)?;

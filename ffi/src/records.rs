@@ -244,7 +244,7 @@ fn events_to_json(ruby: &Ruby, events: Value) -> Result<String, Error> {
     Ok(events_arg(ruby, events)?.to_json())
 }
 
-fn events_from_json(ruby: &Ruby, text: RString) -> Result<Value, Error> {
+fn events_from_json(ruby: &Ruby, text: Value) -> Result<Value, Error> {
     let read: Vec<Event<String>> = json::read(ruby, text)?;
     self::events(ruby, read.iter())
 }
@@ -253,7 +253,7 @@ fn metrics_to_json(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     Ok(metrics_of(ruby, record_arg(ruby, "metrics", &METRICS, rb_self)?)?.to_json())
 }
 
-fn metrics_from_json(ruby: &Ruby, text: RString) -> Result<Value, Error> {
+fn metrics_from_json(ruby: &Ruby, text: Value) -> Result<Value, Error> {
     metrics(ruby, &json::read::<Metrics>(ruby, text)?)
 }
 
@@ -261,7 +261,7 @@ fn report_to_json(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     Ok(report_of(ruby, record_arg(ruby, "report", &AUDIT_REPORT, rb_self)?)?.to_json())
 }
 
-fn report_from_json(ruby: &Ruby, text: RString) -> Result<Value, Error> {
+fn report_from_json(ruby: &Ruby, text: Value) -> Result<Value, Error> {
     report(ruby, &json::read::<AuditReport<String>>(ruby, text)?)
 }
 

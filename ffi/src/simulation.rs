@@ -11,7 +11,7 @@ use std::cell::RefCell;
 
 use lease_machines::json::Json;
 use lease_machines_sim::{Simulation, SimulationConfig, SimulationReport};
-use magnus::{prelude::*, typed_data::Obj, Error, IntoValue, RModule, RString, Ruby, Value};
+use magnus::{prelude::*, typed_data::Obj, Error, IntoValue, RModule, Ruby, Value};
 
 use crate::convert::{bool_arg, borrowed, record_arg, seconds, seconds_arg, u64_arg, Borrowed};
 use crate::data::{SimulationConfigMembers, SimulationReportMembers, SIMULATION_CONFIG, SIMULATION_REPORT};
@@ -196,7 +196,7 @@ fn report_to_json(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     Ok(report_of(ruby, record_arg(ruby, "report", &SIMULATION_REPORT, rb_self)?)?.to_json())
 }
 
-fn report_from_json(ruby: &Ruby, text: RString) -> Result<Value, Error> {
+fn report_from_json(ruby: &Ruby, text: Value) -> Result<Value, Error> {
     report(ruby, &read::<SimulationReport>(ruby, text)?)
 }
 

@@ -69,7 +69,7 @@ impl RbTable {
         Ok(Self(RefCell::new(configured(LeaseTable::with_event_capacity(capacity), clock_policy, ruby)?)))
     }
 
-    fn from_json(ruby: &Ruby, text: RString, clock_policy: Value, event_capacity: Value) -> Result<Self, Error> {
+    fn from_json(ruby: &Ruby, text: Value, clock_policy: Value, event_capacity: Value) -> Result<Self, Error> {
         let capacity = usize_arg(ruby, "event_capacity", event_capacity)?;
         let checkpoint: TableCheckpoint<Key> = json::read(ruby, text)?;
         let table = LeaseTable::with_event_capacity(capacity).restored(checkpoint);

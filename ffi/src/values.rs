@@ -8,7 +8,7 @@
 
 use lease_machines::json::Json;
 use lease_machines::{Cadence, Checkpoint, Lease};
-use magnus::{prelude::*, Error, IntoValue, RString, Ruby, Value};
+use magnus::{prelude::*, Error, IntoValue, Ruby, Value};
 
 use crate::convert::{
     instant, issued_token_arg, optional_record_arg, optional_token_arg, owner_arg, record_arg, seconds, seconds_arg,
@@ -120,7 +120,7 @@ fn checkpoint_issued(ruby: &Ruby, rb_self: Value, token: Value) -> Result<bool, 
     Ok(token_arg(ruby, "token", token)?.is_some_and(|token| checkpoint.issued(token)))
 }
 
-fn checkpoint_from_json(ruby: &Ruby, text: RString) -> Result<Value, Error> {
+fn checkpoint_from_json(ruby: &Ruby, text: Value) -> Result<Value, Error> {
     checkpoint(ruby, &json::read::<Checkpoint>(ruby, text)?)
 }
 

@@ -5,11 +5,8 @@ module LeaseMachines
   # accepted for that resource (equal tokens stay valid for the many writes of one lease). Marks only rise.
   class FenceGuard
     # A guard restored from the FenceMarks it persisted (#marks). Raises ArgumentError for two marks of one resource.
-    def self.new(marks: [])
-      raise TypeError, "marks must be an Array of LeaseMachines::FenceMark" unless marks.is_a?(Array)
-
-      _new(marks)
-    end
+    # Raises TypeError, naming what it got, for anything but an Array of FenceMarks.
+    def self.new(marks: []) = _new(marks)
 
     # The guard a #to_json document describes. Raises InvalidDocument.
     def self.from_json(json) = _from_json(json)

@@ -7,8 +7,6 @@ module LeaseMachines
     # A simulation of +config+ (a SimulationConfig), no cycle run yet. Raises TypeError, RangeError or
     # ArgumentError (with the configuration's fault) as SimulationConfig says.
     def self.new(config = SimulationConfig.new)
-      raise TypeError, "config must be a LeaseMachines::SimulationConfig, got #{config.inspect}" unless config.is_a?(SimulationConfig)
-
       _new(config).tap { |simulation| simulation.instance_variable_set(:@config, config) }
     end
 
@@ -44,7 +42,8 @@ module LeaseMachines
   # its members (+LeaseMachines.simulate(cycles: 1_000, seed: 7)+). With a block, yields +(cycles_run, cycles)+
   # after every step of Simulation#step_size cycles, for a progress display. Raises as SimulationConfig says.
   def self.simulate(config = SimulationConfig.new, **members)
-    raise TypeError, "config must be a LeaseMachines::SimulationConfig, got #{config.inspect}" unless config.is_a?(SimulationConfig)
+    # Module#=== rather than config.is_a?, which a BasicObject lacks; _shown (native) bounds the value shown.
+    raise TypeError, "config must be a LeaseMachines::SimulationConfig, got #{_shown(config)}" unless SimulationConfig === config
 
     simulation = Simulation.new(members.empty? ? config : config.with(**members))
     until simulation.finished?
