@@ -23,9 +23,26 @@ class CLITest < Minitest::Test
     spawns_ruby!
   end
 
-  def lease_machines(*args, stdin: "")
-    Open3.capture3(*COMMAND, *args, stdin_data: stdin)
+  def lease_machines(*args, stdin: "", env: {})
+    Open3.capture3(env, *COMMAND, *args, stdin_data: stdin)
   end
+
+  # The command with its stdout (and, given +err+, its stderr) as given to Process.spawn (a path, :close, an IO);
+  # returns what it wrote to stderr (unless +err+ is given) and its exit status.
+  def lease_machines_writing_to(out, *args, err: nil)
+    reader, writer = IO.pipe unless err
+    pid = Process.spawn(*COMMAND, *args, in: File::NULL, out:, err: err || writer)
+    writer&.close
+    message = reader&.read
+    Process.wait(pid)
+    [message, $?]
+  ensure
+    reader&.close
+  end
+
+  # A locale that is not UTF-8: LANG=C or nothing at all, as under cron, systemd or a bare container.
+  NOT_UTF8_LOCALES = [{ "LANG" => "C", "LC_ALL" => nil, "LC_CTYPE" => nil },
+                      { "LANG" => nil, "LC_ALL" => nil, "LC_CTYPE" => nil }].freeze
 
   def test_simulate_prints_a_summary_and_succeeds
     out, err, status = lease_machines("simulate", "--cycles", "3000", "--seed", "5")
@@ -116,6 +133,78 @@ class CLITest < Minitest::Test
     out, _err, status = lease_machines("audit", "--json", path)
     assert_equal 1, status.exitstatus
     assert_equal 4, LeaseMachines::AuditReport.from_json(out).findings.size
+  end
+
+  def test_a_utf8_event_log_is_read_whatever_the_locale
+    path = event_log("café-report")
+    NOT_UTF8_LOCALES.each do |env|
+      out, err, status = lease_machines("audit", path, env:)
+      assert_equal [0, ""], [status.exitstatus, err], env.inspect
+      assert_equal "#{path}: 2 events checked, no findings\n", out
+      out, err, status = lease_machines("audit", "-", stdin: File.read(path), env:)
+      assert_equal [0, "", "-: 2 events checked, no findings\n"], [status.exitstatus, err, out], env.inspect
+      out, _err, status = lease_machines("audit", event_log("café", reverse: true), env:)
+      assert_equal 1, status.exitstatus, env.inspect
+      assert_match(/: event 1 \(resource "caf(é|\\u00E9)"\): token_not_rising: /, out.force_encoding(Encoding::UTF_8))
+    end
+  end
+
+  # A document that is not an event log, or one the audit cannot take, is one line on stderr and exit status 2.
+  def test_a_log_with_an_empty_resource_is_bad_input_not_a_crash
+    path = event_log("r")
+    File.write(path, File.read(path).gsub('"resource":"r"', '"resource":""'))
+    out, err, status = lease_machines("audit", path)
+    assert_equal [2, ""], [status.exitstatus, out]
+    assert_equal "lease_machines audit: #{path}: not an event log: invalid document: events[0].resource must not be empty\n", err
+  end
+
+  def test_usage_errors_always_exit_2
+    [%w[simulate --version], %w[audit -v], %w[simulate --*-completion-bash=--c], %w[--help extra],
+     %w[--version extra], %w[help audit extra], %w[audit --json], %w[audit a b], %w[--frobnicate], []].each do |args|
+      out, err, status = lease_machines(*args)
+      assert_equal [2, ""], [status.exitstatus, out], args.join(" ")
+      assert_match(/\Alease_machines( \w+)?: /, err, args.join(" "))
+    end
+    out, _err, status = lease_machines("help", "audit")
+    assert_equal 0, status.exitstatus
+    assert_match(/^Usage: lease_machines audit \[options\] FILE/, out)
+    # With stderr closed the message is lost, never the status.
+    [%w[explode], %w[audit /nonexistent/events.json], %w[simulate --cycles many]].each do |args|
+      _, status = lease_machines_writing_to(File::NULL, *args, err: :close)
+      assert_equal 2, status.exitstatus, args.join(" ")
+    end
+  end
+
+  def test_bad_input_is_one_line_without_a_backtrace
+    dir = scratch_dir("lease-cli")
+    { "empty.json" => "", "binary.json" => "\xff\xfe{}".b, "event.json" => '{"format":1,"events":[{"oops":1}]}' }
+      .each do |name, text|
+        path = File.join(dir, name)
+        File.binwrite(path, text)
+        out, err, status = lease_machines("audit", path)
+        assert_equal [2, ""], [status.exitstatus, out], name
+        assert_match(/\Alease_machines audit: #{Regexp.escape(path)}: not an event log: [^\n]+\n\z/, err, name)
+      end
+    _out, err, status = lease_machines("audit", dir)
+    assert_equal [2, "lease_machines audit: cannot read #{dir}: Is a directory\n"], [status.exitstatus, err]
+  end
+
+  def test_a_report_that_cannot_be_written_is_a_message_and_exit_2
+    path = event_log("r")
+    if File.exist?("/dev/full")
+      err, status = lease_machines_writing_to("/dev/full", "audit", path)
+      assert_equal [2, "lease_machines audit: cannot write the report: No space left on device\n"], [status.exitstatus, err]
+      err, status = lease_machines_writing_to("/dev/full", "--help")
+      assert_equal [2, "lease_machines: cannot write the report: No space left on device\n"], [status.exitstatus, err]
+    end
+    err, status = lease_machines_writing_to(:close, "audit", path)
+    assert_equal [2, "lease_machines audit: cannot write the report: Broken pipe\n"], [status.exitstatus, err]
+    # A reader that stopped reading (`| head -c1`): its end of the pipe is closed before the report is written.
+    reader, writer = IO.pipe
+    reader.close
+    err, status = lease_machines_writing_to(writer, "simulate", "--cycles", "300", "--json")
+    writer.close
+    assert_equal [2, "lease_machines simulate: cannot write the report: Broken pipe\n"], [status.exitstatus, err]
   end
 
   def test_audit_refuses_unreadable_input_with_exit_2

@@ -6,9 +6,10 @@ require "lease_machines"
 module LeaseMachines
   # The +lease_machines+ command (exe/lease_machines): +simulate+ runs the deterministic failover simulation,
   # +audit FILE+ checks a JSON event log. Exit status: 0 when all is well, 1 when the simulation found a violation or
-  # the audit a finding, 2 for a usage error (an unknown command or option, a bad value, an unreadable file or
-  # document) or a report that cannot be written, 130 when interrupted. Reports go to +out+, errors and the progress
-  # bar to +err+.
+  # the audit a finding, 2 for a usage error (an unknown command or option, a missing or extra argument, a bad value,
+  # an unreadable file or document) or a report that cannot be written (a full disk, a closed stdout, a reader that
+  # stopped reading), 130 when interrupted. Reports go to +out+, errors (one line each, never a backtrace) and the
+  # progress bar to +err+; whatever the locale, files are read as the UTF-8 bytes they hold.
   class CLI
     # Exit statuses.
     OK = 0
@@ -16,8 +17,14 @@ module LeaseMachines
     USAGE = 2
     INTERRUPTED = 130
 
-    # A usage error: printed with the command's name, exit status 2.
+    # A usage error: printed with the command's name and a pointer to its help, exit status 2.
     class UsageError < StandardError; end
+
+    # Input that cannot be used (an unreadable file, a document that is not an event log): one line, exit status 2.
+    class InputError < StandardError; end
+
+    # The report could not be written to +out+: one line, exit status 2.
+    class WriteError < StandardError; end
 
     SUMMARY = <<~TEXT
       Usage: lease_machines COMMAND [options]
@@ -42,42 +49,85 @@ module LeaseMachines
     # Runs the command +argv+ names and returns the exit status.
     def run(argv)
       argv = argv.dup
-      case (command = argv.shift)
-      when "simulate" then simulate(argv)
-      when "audit" then audit(argv)
-      when "-h", "--help", "help"
-        report(SUMMARY)
-        OK
+      command = nil
+      case (name = argv.shift)
+      when "simulate", "audit"
+        command = name
+        name == "simulate" ? simulate(argv) : audit(argv)
+      when "-h", "--help", "help" then help(argv)
       when "-v", "--version"
+        raise UsageError, "unexpected argument #{shown(argv.first)}" unless argv.empty?
+
         report("lease_machines #{VERSION}")
         OK
       when nil then usage(nil, "no command given")
-      else usage(nil, "unknown command #{command.inspect} (valid: simulate, audit)")
+      else usage(nil, "unknown command #{shown(name)} (valid: simulate, audit)")
       end
     rescue UsageError, OptionParser::ParseError => e
       usage(command, e.message)
-    rescue Interrupt
-      @err.puts("lease_machines#{" #{command}" if command}: interrupted")
-      INTERRUPTED
-    rescue Errno::EPIPE
-      OK # whoever read the report stopped reading (`| head`)
-    rescue IOError, SystemCallError => e
-      @err.puts("lease_machines#{" #{command}" if command}: cannot write the report: #{e.message}")
+    rescue InputError => e
+      complain(command, e.message)
       USAGE
+    rescue WriteError => e
+      complain(command, "cannot write the report: #{e.message}")
+      USAGE
+    rescue Interrupt
+      complain(command, "interrupted")
+      INTERRUPTED
     end
 
     private
 
-    # Writes TEXT to +out+ and flushes it, so that a failed write is an error here rather than lost at exit.
+    # Writes TEXT to +out+ and flushes it, so that a failed write is an error here rather than lost at exit: a
+    # WriteError for any failure (EPIPE included: a reader that stopped reading did not get the report).
     def report(text)
       @out.puts(text)
       @out.flush
+    rescue IOError, SystemCallError => e
+      raise WriteError, e.message.sub(/ @ .*/, "")
+    end
+
+    # `help` (the summary) or `help COMMAND` (that command's options); anything more is a usage error.
+    def help(argv)
+      case argv
+      in [] then report(SUMMARY)
+      in ["simulate" | "audit" => command] then return run([command, "--help"])
+      else raise UsageError, "help takes one COMMAND (simulate or audit), got #{argv.map { shown(_1) }.join(" ")}"
+      end
+      OK
     end
 
     def usage(command, message)
-      @err.puts("lease_machines#{" #{command}" if command}: #{message}")
-      @err.puts(command ? "Run `lease_machines #{command} --help` for its options." : SUMMARY)
+      complain(command, message)
+      complain(nil, command ? "Run `lease_machines #{command} --help` for its options." : SUMMARY, prefix: false)
       USAGE
+    end
+
+    # Writes +message+ to +err+ as one line, prefixed by the command's name; a stderr that cannot be written to
+    # (closed, full) changes nothing, so the exit status stays the one the fault calls for.
+    def complain(command, message, prefix: true)
+      text = message.to_s
+      text = "lease_machines#{" #{command}" if command}: #{one_line(text)}" if prefix
+      @err.puts(text)
+      @err.flush
+    rescue IOError, SystemCallError
+      nil
+    end
+
+    # +text+ (a file name, a message) as UTF-8 on one line: bytes that are not UTF-8 and control characters escaped.
+    def one_line(text)
+      text = text.to_s.dup.force_encoding(Encoding::UTF_8)
+      text = text.inspect[1...-1] unless text.valid_encoding?
+      text.gsub(/[[:cntrl:]]/) { _1.inspect[1...-1] }
+    end
+
+    # +value+ as a message shows it: the extension's bounded, never-raising inspect (LeaseMachines._shown).
+    def shown(value) = LeaseMachines.__send__(:_shown, value)
+
+    # An OptionParser without its built-in --version and --*-completion-* options (which print and exit on their
+    # own, with status 1 or 0): only the options a command defines, and its own --help.
+    def option_parser(&)
+      OptionParser.new(&).tap { _1.base.long.clear }
     end
 
     # --- simulate -------------------------------------------------------------------------------------------------
@@ -86,7 +136,7 @@ module LeaseMachines
       options = { json: false, progress: nil }
       config = SimulationConfig.new
       members = {}
-      parser = OptionParser.new do |opts|
+      parser = option_parser do |opts|
         opts.banner = "Usage: lease_machines simulate [options]"
         opts.separator ""
         opts.separator "Runs workers contending for leases through a lease table, writing through a fence, and checks"
@@ -132,7 +182,7 @@ module LeaseMachines
         end
       end
       rest = parser.parse(argv)
-      raise UsageError, "unexpected argument #{rest.first.inspect}" unless rest.empty?
+      raise UsageError, "unexpected argument #{shown(rest.first)}" unless rest.empty?
 
       config = config.with(**members)
       outcome = run_simulation(config, options[:progress])
@@ -201,7 +251,7 @@ module LeaseMachines
 
     def audit(argv)
       json = false
-      parser = OptionParser.new do |opts|
+      parser = option_parser do |opts|
         opts.banner = "Usage: lease_machines audit [options] FILE"
         opts.separator ""
         opts.separator "Checks a JSON event log (format 1, as Table#events written by LeaseMachines.events_to_json)"
@@ -218,20 +268,26 @@ module LeaseMachines
       raise UsageError, "no FILE given" if files.empty?
       raise UsageError, "one FILE at a time, got #{files.size}" if files.size > 1
 
-      audited = LeaseMachines.audit(LeaseMachines.events_from_json(read(files.first)))
-      report(json ? audited.to_json : findings(files.first, audited))
+      file = files.first
+      text = read(file)
+      audited = begin
+        LeaseMachines.audit(LeaseMachines.events_from_json(text))
+      rescue ArgumentError, TypeError, RangeError => e # InvalidDocument, or an event the audit cannot take
+        raise InputError, "#{one_line(file)}: not an event log: #{e.message}"
+      end
+      report(json ? audited.to_json : findings(file, audited))
       audited.valid? ? OK : FOUND
-    rescue InvalidDocument => e
-      raise UsageError, "#{files&.first}: not an event log: #{e.message}"
     end
 
+    # The bytes of +file+ ("-": stdin), as they are: the extension reads them as UTF-8 whatever the locale.
     def read(file)
-      file == "-" ? $stdin.read : File.read(file)
-    rescue SystemCallError => e
-      raise UsageError, "cannot read #{file}: #{e.message.sub(/ @ .*/, "")}"
+      file == "-" ? $stdin.binmode.read : File.binread(file)
+    rescue IOError, SystemCallError => e
+      raise InputError, "cannot read #{one_line(file)}: #{e.message.sub(/ @ .*/, "")}"
     end
 
     def findings(file, audited)
+      file = one_line(file)
       events = "#{number(audited.checked_events)} #{audited.checked_events == 1 ? "event" : "events"}"
       return "#{file}: #{events} checked, no findings" if audited.valid?
 
