@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "timeout"
 
 # Every malformed input raises the exception the contract names, with a message naming the argument and the value;
 # the object it was given to is left unchanged.
@@ -304,5 +305,44 @@ class MisbehavingInputsTest < Minitest::Test
     assert_raises(LeaseMachines::InvalidDocument) { LeaseMachines::Table.from_json("{\xff}".b) }
     error = assert_raises(ArgumentError) { table.lease("caf\xe9".b) }
     assert_match(/\Aresource must be valid UTF-8, got /, error.message)
+  end
+end
+
+# Subclasses of the gem's classes: their constructors make instances of the subclass, and what the extension
+# decides never depends on a method a subclass may override.
+class SubclassesTest < Minitest::Test
+  CADENCE = LeaseMachines::Cadence.new(ttl: 10.0, renew_every: 5.0, warn_before: 1.0)
+
+  def test_constructors_make_instances_of_the_subclass
+    {
+      LeaseMachines::Authority => [-> { _1.new }, -> { _1.restore(LeaseMachines::Authority.new.checkpoint) }],
+      LeaseMachines::Fence => [-> { _1.new(highest: 2) }],
+      LeaseMachines::Holder => [-> { _1.new(token: 1, at: 0.0, cadence: CADENCE) }],
+      LeaseMachines::Table => [-> { _1.new }, -> { _1.from_json(LeaseMachines::Table.new.to_json) }],
+      LeaseMachines::FenceGuard => [-> { _1.new }, -> { _1.from_json(LeaseMachines::FenceGuard.new.to_json) }],
+      LeaseMachines::Simulation => [-> { _1.new }]
+    }.each do |base, constructors|
+      subclass = Class.new(base) { def extra = :mine }
+      constructors.each do |construct|
+        made = construct.call(subclass)
+        assert_instance_of subclass, made, base.name
+        assert_equal :mine, made.extra
+      end
+      assert_instance_of base, constructors.first.call(base)
+    end
+  end
+
+  def test_a_subclass_table_decides_as_the_table
+    table = Class.new(LeaseMachines::Table).new
+    assert_equal 1, granted(table.acquire(resource: "r", owner: 1, now: 0.0, ttl: 1.0)).token
+  end
+
+  # A configuration whose reader says more cycles than it holds: the simulation runs the cycles it holds and
+  # finishes (it used to step forever, asking the reader whether it was done).
+  def test_a_simulation_finishes_by_the_configuration_it_read
+    lying = Class.new(LeaseMachines::SimulationConfig) { def cycles = 10**9 }
+    simulation = LeaseMachines::Simulation.new(lying.new(cycles: 50))
+    report = Timeout.timeout(10) { simulation.finish }
+    assert_equal [50, 50, true], [report.cycles, simulation.cycles_run, simulation.finished?]
   end
 end

@@ -140,8 +140,8 @@ fn deadline_on_grid(authority: &mut LeaseAuthority, lease: Lease) -> Lease {
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let (class, singleton) = crate::wrapped_class(ruby, module, "Authority")?;
-    singleton.define_private_method("_new", magnus::function!(RbAuthority::new, 1))?;
-    singleton.define_private_method("_restore", magnus::function!(RbAuthority::restore, 2))?;
+    crate::constructor!(singleton, "_new", RbAuthority::new, 1, clock_policy)?;
+    crate::constructor!(singleton, "_restore", RbAuthority::restore, 2, checkpoint, clock_policy)?;
     class.define_private_method("_acquire", magnus::method!(RbAuthority::acquire, 3))?;
     class.define_private_method("_reacquire", magnus::method!(RbAuthority::reacquire, 3))?;
     class.define_private_method("_renew", magnus::method!(RbAuthority::renew, 4))?;

@@ -80,8 +80,8 @@ impl RbFenceGuard {
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let (class, singleton) = crate::wrapped_class(ruby, module, "FenceGuard")?;
-    singleton.define_private_method("_new", magnus::function!(RbFenceGuard::new, 1))?;
-    singleton.define_private_method("_from_json", magnus::function!(RbFenceGuard::from_json, 1))?;
+    crate::constructor!(singleton, "_new", RbFenceGuard::new, 1, marks)?;
+    crate::constructor!(singleton, "_from_json", RbFenceGuard::from_json, 1, json)?;
     class.define_private_method("_check", magnus::method!(RbFenceGuard::check, 1))?;
     class.define_private_method("_highest", magnus::method!(RbFenceGuard::highest, 1))?;
     class.define_private_method("_marks", magnus::method!(RbFenceGuard::marks, 0))?;

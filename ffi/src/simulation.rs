@@ -166,6 +166,16 @@ impl RbSimulation {
         }
     }
 
+    /// Whether every configured cycle has run, by the configuration the extension read (not by the `cycles` of the
+    /// `SimulationConfig` given, whose subclass may say otherwise).
+    fn finished(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
+        match &*rb_self.borrowed(ruby)? {
+            State::Running(simulation) => Ok(simulation.is_finished()),
+            State::Finished(_) => Ok(true),
+            State::Finishing => Err(Self::busy(ruby)),
+        }
+    }
+
     /// Runs what is left (the Ruby layer steps first, so this is only the final audit) and returns a new frozen
     /// `SimulationReport`, equal on every call (the Ruby layer keeps the first).
     fn finish(ruby: &Ruby, rb_self: Obj<Self>) -> Result<Value, Error> {
@@ -210,7 +220,8 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     report.singleton_class()?.define_private_method("_from_json", magnus::function!(report_from_json, 1))?;
 
     let (class, singleton) = crate::wrapped_class(ruby, module, "Simulation")?;
-    singleton.define_private_method("_new", magnus::function!(RbSimulation::new, 1))?;
+    crate::constructor!(singleton, "_new", RbSimulation::new, 1, config)?;
+    class.define_private_method("_finished", magnus::method!(RbSimulation::finished, 0))?;
     class.define_private_method("_step", magnus::method!(RbSimulation::step, 1))?;
     class.define_private_method("_cycles_run", magnus::method!(RbSimulation::cycles_run, 0))?;
     class.define_private_method("_finish", magnus::method!(RbSimulation::finish, 0))?;

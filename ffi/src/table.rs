@@ -379,8 +379,8 @@ fn set_token(command: &mut Command<Key>, presented: FencingToken) {
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let (class, singleton) = crate::wrapped_class(ruby, module, "Table")?;
-    singleton.define_private_method("_new", magnus::function!(RbTable::new, 2))?;
-    singleton.define_private_method("_from_json", magnus::function!(RbTable::from_json, 3))?;
+    crate::constructor!(singleton, "_new", RbTable::new, 2, clock_policy, event_capacity)?;
+    crate::constructor!(singleton, "_from_json", RbTable::from_json, 3, json, clock_policy, event_capacity)?;
     class.define_private_method("_acquire", magnus::method!(RbTable::acquire, 5))?;
     class.define_private_method("_reacquire", magnus::method!(RbTable::reacquire, 4))?;
     class.define_private_method("_renew", magnus::method!(RbTable::renew, 5))?;

@@ -19,8 +19,8 @@ module LeaseMachines
     # Cycles run so far.
     def cycles_run = _cycles_run
 
-    # Whether every configured cycle has run.
-    def finished? = cycles_run >= config.cycles
+    # Whether every configured cycle has run (natively: by the configuration as the extension read it).
+    def finished? = _finished
 
     # How many cycles #step runs at a time when a caller does not say: about STEP_WORK worker turns and resource
     # checks, a few milliseconds, so that a run stays interruptible (Ctrl-C, Timeout) between steps.
