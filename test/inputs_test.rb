@@ -202,6 +202,8 @@ class MisbehavingInputsTest < Minitest::Test
     holder = LeaseMachines::Holder.new(token: 1, at: 0.0, cadence:)
     table = LeaseMachines::Table.new
     guard = LeaseMachines::FenceGuard.new
+    table_lease = LeaseMachines::Table.new.acquire(resource: "r", owner: 1, now: 0.0, ttl: 1.0).lease
+    checkpoint = LeaseMachines::Checkpoint.new(last_issued: 1, lease: nil, observed: 0.0)
     {
       "Authority.new" => -> { LeaseMachines::Authority.new(clock_policy: value) },
       "Authority.restore" => -> { LeaseMachines::Authority.restore(value) },
@@ -218,6 +220,10 @@ class MisbehavingInputsTest < Minitest::Test
       "Table.from_json" => -> { LeaseMachines::Table.from_json(value) },
       "Table#acquire" => -> { table.acquire(resource: value, owner: 1, now: 0.0, ttl: 1.0) },
       "Table#lease" => -> { table.lease(value) },
+      "Table#apply_batch" => -> { table.apply_batch(value) },
+      "Table#apply_batch entry" => -> { table.apply_batch([value]) },
+      "TableLease#live?" => -> { table_lease.live?(now: value) },
+      "Checkpoint#issued?" => -> { checkpoint.issued?(value) },
       "Table#acquire_leadership" => -> { table.acquire_leadership(resource: "r", certificate: value, owner: 1, now: 0.0, ttl: 1.0) },
       "FenceGuard.new" => -> { LeaseMachines::FenceGuard.new(marks: value) },
       "FenceGuard.new marks" => -> { LeaseMachines::FenceGuard.new(marks: [value]) },
@@ -245,7 +251,7 @@ class MisbehavingInputsTest < Minitest::Test
 
   # The argument each call above names in its message.
   ARGUMENT = /\A(clock_policy|checkpoint|owner|token|now|highest|cadence|event_capacity|json|resource|certificate|
-               marks|write|members|candidates|member|config|cycles|events|expires_at|lease|ttl)\ must\ /x
+               marks|write|members|candidates|member|config|cycles|events|expires_at|lease|ttl|commands|commands\[0\])\ must\ /x
 
   def test_a_basic_object_is_a_type_error_naming_the_argument
     each_call(BasicObject.new).each do |call, body|

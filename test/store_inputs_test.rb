@@ -19,6 +19,8 @@ class StoreInputsTest < Minitest::Test
     @store&.close
   end
 
+  def write(conn, token) = conn.execute("INSERT INTO report VALUES (?)", [token])
+
   def test_a_made_up_token_on_a_resource_never_granted_is_refused_and_sets_no_mark
     error = assert_raises(ArgumentError) { @store.fenced(resource: R, token: 1_000_000) { flunk "must not run" } }
     assert_equal "nightly-report: token 1000000 was never issued (no lease was ever granted on it)", error.message
@@ -45,13 +47,13 @@ class StoreInputsTest < Minitest::Test
     ill_typed!
     [123, ["123"], :nightly, nil, BasicObject.new].each do |resource|
       error = assert_raises(TypeError) { @store.acquire(resource: resource, owner: 1, ttl: 1.0, now: 0.0) }
-      assert_match(/\Aresource must be a String, got \w+/, error.message)
+      assert_match(/\Aresource must be a String, got /, error.message)
     end
-    assert_equal "resource is empty", assert_raises(ArgumentError) { @store.checkpoint(resource: "") }.message
-    assert_equal "resource is not valid UTF-8",
-                 assert_raises(ArgumentError) { @store.revision(resource: "\xff".b) }.message
-    long = "x" * (LeaseMachines::Store::MAX_RESOURCE_BYTES + 1)
-    assert_equal "resource is 1025 bytes long; at most 1024 are allowed",
+    assert_equal "resource must not be empty", assert_raises(ArgumentError) { @store.checkpoint(resource: "") }.message
+    assert_match(/\Aresource must be valid UTF-8, got /,
+                 assert_raises(ArgumentError) { @store.revision(resource: "\xff".b) }.message)
+    long = "x" * (LeaseMachines::MAX_RESOURCE_BYTES + 1)
+    assert_equal "resource must be at most 1024 bytes of UTF-8, got 1025 bytes",
                  assert_raises(ArgumentError) { @store.fenced(resource: long, token: 1) { flunk } }.message
     assert_equal 0, @store.database.get_first_value("SELECT count(*) FROM lease_machines_leases")
   end
@@ -88,8 +90,7 @@ class StoreInputsTest < Minitest::Test
       before = Dir.children(".")
       [Object.new, BasicObject.new, 42, nil].each do |database|
         error = assert_raises(TypeError) { LeaseMachines::Store.new(database) }
-        assert_match(/\Adatabase must be a path \(String or Pathname\) or an SQLite3::Database, got \w+\z/,
-                     error.message)
+        assert_match(/\Adatabase must be a path \(String or Pathname\) or an SQLite3::Database, got /, error.message)
       end
       assert_raises(ArgumentError) { LeaseMachines::Store.new("") }
       assert_equal before, Dir.children(".")
@@ -100,7 +101,7 @@ class StoreInputsTest < Minitest::Test
   def test_a_clock_that_cannot_be_called_is_refused
     ill_typed!
     error = assert_raises(TypeError) { LeaseMachines::Store.new(@path, clock: 12.0) }
-    assert_equal "clock must respond to call, got Float", error.message
+    assert_equal "clock must respond to call, got 12.0", error.message
   end
 
   def test_a_clock_that_calls_the_store_back_is_refused_and_nothing_is_half_written
@@ -125,7 +126,8 @@ class StoreInputsTest < Minitest::Test
       @store.transfer(resource: R, owner: 7, token: 99, new_owner: -1, ttl: 5.0, now: 1.0)
     end
     assert_equal expected.message, error.message
-    assert_equal :stale_token, @store.transfer(resource: R, owner: 7, token: 99, new_owner: 8, ttl: 5.0, now: 1.0).reason
+    refused = @store.transfer(resource: R, owner: 7, token: 99, new_owner: 8, ttl: 5.0, now: 1.0)
+    assert_equal :stale_token, refused.reason
   end
 
   def test_corrupt_fence_marks_raise_store_error
@@ -182,13 +184,13 @@ class StoreInputsTest < Minitest::Test
     db = @store.database
     db.execute("CREATE TABLE report (token INTEGER)")
     db.execute("BEGIN")
-    @store.fenced(resource: R, token: lease.token) { |conn| conn.execute("INSERT INTO report VALUES (?)", [lease.token]) }
+    @store.fenced(resource: R, token: lease.token) { |conn| write(conn, lease.token) }
     assert_predicate db, :transaction_active?, "the application's transaction is still open"
     db.execute("ROLLBACK")
     assert_nil @store.fence_highest(resource: R), "the mark rolled back with the application's transaction"
     assert_empty db.execute("SELECT * FROM report")
     db.transaction do
-      @store.fenced(resource: R, token: lease.token) { |conn| conn.execute("INSERT INTO report VALUES (?)", [lease.token]) }
+      @store.fenced(resource: R, token: lease.token) { |conn| write(conn, lease.token) }
       assert_raises(LeaseMachines::Fenced) { @store.fenced(resource: R, token: 0) { flunk } }
       assert_predicate db, :transaction_active?, "a refusal rolls back to its savepoint, not the whole transaction"
     end
@@ -199,7 +201,9 @@ class StoreInputsTest < Minitest::Test
   def test_a_decision_from_inside_a_fenced_block_is_refused_and_the_block_rolls_back
     lease = granted(@store.acquire(resource: R, owner: 7, ttl: 5.0, now: 0.0))
     assert_raises(LeaseMachines::StoreError) do
-      @store.fenced(resource: R, token: lease.token) { @store.renew(resource: R, owner: 7, token: 1, ttl: 5.0, now: 1.0) }
+      @store.fenced(resource: R, token: lease.token) do
+        @store.renew(resource: R, owner: 7, token: 1, ttl: 5.0, now: 1.0)
+      end
     end
     assert_nil @store.fence_highest(resource: R)
     assert_equal 5.0, @store.checkpoint(resource: R).lease.expires_at

@@ -176,6 +176,12 @@ pub fn string_arg(ruby: &Ruby, name: &str, value: Value) -> Result<RString, Erro
     RString::from_value(value).ok_or_else(|| type_error(ruby, name, "a String", value))
 }
 
+/// `LeaseMachines._resource_name`: a resource name checked as every command checks it ([`resource_arg`]), as the
+/// frozen UTF-8 String it is stored under, for the Ruby layer's store.
+pub fn resource_name(ruby: &Ruby, value: Value) -> Result<RString, Error> {
+    Ok(frozen(ruby, &resource_arg(ruby, value)?))
+}
+
 /// A frozen Ruby String, so that the records holding it can be shared across Ractors.
 pub fn frozen(ruby: &Ruby, text: &str) -> RString {
     let string = ruby.str_new(text);

@@ -41,6 +41,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     errors::fetch(ruby, module)?;
     define_lists(ruby, module)?;
     module.singleton_class()?.define_private_method("_shown", magnus::function!(convert::shown, 1))?;
+    module.singleton_class()?.define_private_method("_resource_name", magnus::function!(convert::resource_name, 1))?;
     values::define(ruby)?;
     authority::define(ruby, module)?;
     fence::define(ruby, module)?;

@@ -70,7 +70,7 @@ module LeaseMachines
     def initialize(database, busy_timeout: 5.0, clock: WALL_CLOCK, clock_policy: :clamp)
       Authority.new(clock_policy: clock_policy) # refuse a bad policy now, not at the first request
       unless KERNEL_RESPOND_TO.bind_call(clock, :call)
-        raise TypeError, "clock must respond to call, got #{Store.type_name(clock)}"
+        raise TypeError, "clock must respond to call, got #{Store.shown(clock)}"
       end
 
       @clock = clock
@@ -181,12 +181,11 @@ module LeaseMachines
       end
     end
 
-    # The name of +value+'s class, for messages (safe for a BasicObject, never an unbounded #inspect).
-    def self.type_name(value) = KERNEL_CLASS.bind_call(value).name || "an anonymous class"
+    # +value+ as messages show it: the extension's bounded inspect, safe for a BasicObject or a raising #inspect.
+    def self.shown(value) = LeaseMachines.__send__(:_shown, value)
 
-    KERNEL_CLASS = Kernel.instance_method(:class)
     KERNEL_RESPOND_TO = Kernel.instance_method(:respond_to?)
-    private_constant :KERNEL_CLASS, :KERNEL_RESPOND_TO
+    private_constant :KERNEL_RESPOND_TO
 
     private
 
@@ -284,20 +283,9 @@ module LeaseMachines
       storage { @adapter.write_fence(name, fence.highest) }
     end
 
-    # +resource+ as the UTF-8 String the database stores: a String whose bytes are valid UTF-8, 1 to
-    # MAX_RESOURCE_BYTES of them. Raises TypeError or ArgumentError otherwise.
-    def resource_name(resource)
-      raise TypeError, "resource must be a String, got #{Store.type_name(resource)}" unless String === resource
-
-      name = resource.encoding == Encoding::UTF_8 ? resource : resource.b.force_encoding(Encoding::UTF_8)
-      raise ArgumentError, "resource is empty" if name.empty?
-      raise ArgumentError, "resource is not valid UTF-8" unless name.valid_encoding?
-      if name.bytesize > MAX_RESOURCE_BYTES
-        raise ArgumentError, "resource is #{name.bytesize} bytes long; at most #{MAX_RESOURCE_BYTES} are allowed"
-      end
-
-      name
-    end
+    # +resource+ as the UTF-8 String the database stores, checked by the extension as every Table command checks it
+    # (see "The rules of input"): TypeError or ArgumentError otherwise.
+    def resource_name(resource) = LeaseMachines.__send__(:_resource_name, resource)
 
     # [checkpoint, revision] of the resource's row; an empty checkpoint and revision 0 when there is none. A row no
     # history can produce raises StoreError.
@@ -306,7 +294,9 @@ module LeaseMachines
       return [Checkpoint.new(last_issued: nil, lease: nil, observed: 0.0), 0] unless row
 
       owner, token, expires_at, last_issued, observed, revision = row
-      corrupt!(name, "revision #{revision.inspect[0, 40]} is not a count") unless revision.is_a?(Integer) && !revision.negative?
+      unless Integer === revision && !revision.negative?
+        corrupt!(name, "revision #{Store.shown(revision)} is not a count")
+      end
       lease = token && Lease.new(owner: owner, token: token, expires_at: expires_at)
       [Checkpoint.new(last_issued: last_issued, lease: lease, observed: observed), revision]
     rescue ArgumentError, TypeError, RangeError, NoMethodError, FloatDomainError => e
@@ -318,7 +308,7 @@ module LeaseMachines
       highest = @adapter.fence_highest(name)
       return highest if highest.nil? || (highest.is_a?(Integer) && highest.between?(1, MAX_TOKEN))
 
-      raise StoreError, "corrupt fence row for #{name.inspect} in #{path}: highest #{highest.inspect[0, 40]} " \
+      raise StoreError, "corrupt fence row for #{name.inspect} in #{path}: highest #{Store.shown(highest)} " \
                         "is not a token"
     end
 

@@ -62,7 +62,7 @@ module LeaseMachines
         path = defined?(Pathname) && Pathname === database ? database.to_path : database
         unless String === path
           raise TypeError, "database must be a path (String or Pathname) or an SQLite3::Database, " \
-                           "got #{Store.type_name(database)}"
+                           "got #{Store.shown(database)}"
         end
         raise ArgumentError, "database path is empty" if path.empty?
         raise ArgumentError, "database path contains a NUL byte" if path.include?("\0")
@@ -73,7 +73,7 @@ module LeaseMachines
       # +seconds+ (an Integer or Float, 0 to MAX_BUSY_TIMEOUT) in whole milliseconds, rounded to the nearest.
       def self.busy_timeout_ms(seconds)
         unless Integer === seconds || Float === seconds
-          raise TypeError, "busy_timeout must be Float seconds, got #{Store.type_name(seconds)}"
+          raise TypeError, "busy_timeout must be Float seconds, got #{Store.shown(seconds)}"
         end
         unless seconds >= 0 && seconds <= MAX_BUSY_TIMEOUT
           raise ArgumentError, "busy_timeout must be between 0 and #{MAX_BUSY_TIMEOUT} seconds, got #{seconds}"
