@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "pathname"
 require "test_helper"
 require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
 
@@ -223,7 +224,7 @@ class StoreInputsTest < Minitest::Test
     end
     assert_equal :inside, writer.next
     error = assert_raises(LeaseMachines::StoreError) { @store.acquire(resource: "b", owner: 1, ttl: 1.0, now: 0.0) }
-    assert_match(/another thread or fiber is inside a transaction of this store/, error.message)
+    assert_match(/another thread or fiber is inside a request of this store/, error.message)
     assert_equal :committed, writer.next
     assert_equal [[1]], @store.database.execute("SELECT token FROM report")
     assert_equal 1, granted(@store.acquire(resource: "b", owner: 1, ttl: 1.0, now: 0.0)).token
@@ -244,12 +245,98 @@ class StoreInputsTest < Minitest::Test
     abandon.call
     20.times do
       GC.start(full_mark: true, immediate_sweep: true)
-      break unless @store.instance_variable_get(:@transaction_fiber)&.weakref_alive?
+      break unless @store.instance_variable_get(:@claim)&.weakref_alive?
     end
-    skip "the abandoned fiber was not collected" if @store.instance_variable_get(:@transaction_fiber)&.weakref_alive?
+    skip "the abandoned fiber was not collected" if @store.instance_variable_get(:@claim)&.weakref_alive?
 
     assert_equal 1, granted(@store.acquire(resource: "b", owner: 1, ttl: 1.0, now: 0.0)).token
     assert_empty @store.database.execute("SELECT * FROM report"), "the abandoned write was rolled back"
     assert_nil @store.fence_highest(resource: R)
+  end
+
+  def test_a_name_changed_during_the_request_changes_nothing_the_request_does
+    5.times { |i| @store.reacquire(resource: "B", owner: 1, ttl: 1.0, now: i * 2.0) }
+    name = +"A"
+    store = LeaseMachines::Store.new(@store.database, clock: -> { name.replace("B") && 100.0 })
+    assert_equal 1, granted(store.acquire(resource: name, owner: 99, ttl: 1.0)).token
+    assert_equal [1, 5], [store.checkpoint(resource: "A").last_issued, store.checkpoint(resource: "B").last_issued]
+  end
+
+  def test_two_threads_sharing_a_store_get_store_errors_and_every_returned_write_is_committed
+    lease = granted(@store.acquire(resource: R, owner: 7, ttl: 1e9, now: 0.0))
+    @store.database.execute("CREATE TABLE report (token INTEGER)")
+    errors = Queue.new
+    returned = Queue.new
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 1.5
+    workers = [0, 1].map do |kind|
+      Thread.new do
+        while Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+          begin
+            if kind.zero?
+              @store.acquire(resource: "other", owner: 1, ttl: 1.0, now: 0.0)
+            else
+              @store.fenced(resource: R, token: lease.token) { |db| write(db, lease.token) }
+              returned << 1
+            end
+          rescue LeaseMachines::StoreError => e
+            errors << e.message
+          end
+        end
+      end
+    end
+    workers.each(&:join) # a NoMethodError or any other exception would surface here
+    refute_predicate @store.database, :transaction_active?
+    assert_equal returned.size, @store.database.get_first_value("SELECT count(*) FROM report")
+    messages = Array.new(errors.size) { errors.pop }
+    assert messages.all?(/another thread or fiber is inside a request of this store/), messages.uniq.first(3).inspect
+  end
+
+  def test_a_connection_the_store_cannot_set_up_raises_store_error
+    db = SQLite3::Database.new(File.join(@dir, "busy.sqlite3"))
+    db.execute("BEGIN")
+    error = assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(db) }
+    assert_match(/\Acannot open the lease store at .*busy\.sqlite3: /, error.message)
+    db.close
+  end
+
+  def test_a_closed_store_raises_store_error
+    @store.close
+    %i[acquire checkpoint fenced].each do |call|
+      error = assert_raises(LeaseMachines::StoreError, call.to_s) do
+        case call
+        when :acquire then @store.acquire(resource: R, owner: 1, ttl: 1.0, now: 0.0)
+        when :checkpoint then @store.checkpoint(resource: R)
+        else @store.fenced(resource: R, token: 1) { flunk }
+        end
+      end
+      assert_match(/the store is closed/, error.message)
+    end
+    @store = nil
+  end
+
+  def test_a_block_that_ends_the_stores_transaction_raises_store_error
+    lease = granted(@store.acquire(resource: R, owner: 7, ttl: 5.0, now: 0.0))
+    error = assert_raises(LeaseMachines::StoreError) do
+      @store.fenced(resource: R, token: lease.token) { |db| db.execute("COMMIT") }
+    end
+    assert_match(/the block of fenced ended the store's transaction/, error.message)
+    assert_equal 1, granted(@store.reacquire(resource: R, owner: 7, ttl: 5.0, now: 1.0)).token - 1, "still usable"
+  end
+
+  def test_fenced_needs_a_block
+    ill_typed!
+    error = assert_raises(ArgumentError) { @store.fenced(resource: R, token: 1) }
+    assert_equal "fenced needs a block: the write it protects", error.message
+  end
+
+  def test_a_fence_mark_above_the_last_token_issued_and_tokens_ahead_of_revisions_are_corrupt
+    lease = granted(@store.acquire(resource: R, owner: 7, ttl: 5.0, now: 0.0))
+    @store.database.execute("INSERT INTO lease_machines_fences VALUES (?, 5)", [R])
+    error = assert_raises(LeaseMachines::StoreError) { @store.fenced(resource: R, token: lease.token) { flunk } }
+    assert_match(/\Acorrupt fence row for "nightly-report" in .*: highest 5 was never issued\z/, error.message)
+    @store.database.execute("DELETE FROM lease_machines_fences")
+    @store.database.execute("UPDATE lease_machines_leases SET revision = 0")
+    error = assert_raises(LeaseMachines::StoreError) { @store.acquire(resource: R, owner: 8, ttl: 1.0, now: 9.0) }
+    assert_match(/corrupt lease row for "nightly-report" .*: 1 tokens issued in 0 changes/, error.message)
   end
 end

@@ -75,15 +75,20 @@ module LeaseMachines
 
       @clock = clock
       @clock_policy = clock_policy
-      # The fiber inside a transaction this store opened (nil when none is open), and whether it is running the block
-      # of #fenced. Read and written with interrupts deferred.
-      @transaction_fiber = nil
-      @in_block = false
-      @deciding = false
+      # The claim: the fiber inside a request of this store (a WeakRef, so that a fiber abandoned inside the block of
+      # #fenced can be collected and its transaction rolled back; nil between requests), and whether the request
+      # runs in the store's own transaction (:own) or the application's (:joined); whether it is running the block of
+      # #fenced, or deciding (its clock may call back in); and how many fenced savepoints are open. Read and written
+      # with interrupts deferred, the claim under the guard.
+      @claim = @claim_kind = nil
+      @in_block = @deciding = false
+      @depth = 0
+      # Makes checking and taking the claim one step between threads.
+      @guard = Thread::Mutex.new
       begin
         @adapter = SQLite.new(database, busy_timeout: busy_timeout)
       rescue *SQLite::ERRORS => e
-        raise StoreError, "cannot open the lease store at #{SQLite.path(database)}: #{e.message}"
+        raise StoreError, "cannot open the lease store at #{SQLite.describe(database)}: #{e.message}"
       end
     end
 
@@ -130,19 +135,19 @@ module LeaseMachines
     # The resource's committed checkpoint (an empty one for a resource never asked for).
     def checkpoint(resource:)
       name = resource_name(resource)
-      storage { read(name).first }
+      query { read(name).first }
     end
 
     # How many accepted changes the resource's row has seen.
     def revision(resource:)
       name = resource_name(resource)
-      storage { read(name).last }
+      query { read(name).last }
     end
 
     # The highest token the resource's fenced writes have carried, or nil.
     def fence_highest(resource:)
       name = resource_name(resource)
-      storage { read_fence(name) }
+      query { read_fence(name) }
     end
 
     # Runs the block (given the SQLite3::Database) as a write protected by +token+, in one transaction with the fence
@@ -153,30 +158,48 @@ module LeaseMachines
     # resource never granted). Whatever leaves the block other than its return (an exception of any class, +throw+,
     # +break+, an interrupt) rolls its writes back and goes on unchanged. Returns the block's value once committed.
     def fenced(resource:, token:)
+      raise ArgumentError, "fenced needs a block: the write it protects" unless block_given?
+
       name = resource_name(resource)
-      joined = opened = done = false
-      begin
-        critical do
-          recover
-          joined = joining?
-          joined ? storage { @adapter.savepoint } : open_transaction
-          opened = true
+      critical do
+        held = done = false
+        savepoint = nil
+        begin
+          guarded do
+            recover
+            nested = !@claim.nil? # recover let it through: this fiber's own block calls back in
+            unless nested
+              held = true # before the claim: whatever lands after this reaches the ensure below
+              joined = storage { @adapter.in_transaction? }
+              take(joined ? :joined : :own)
+            end
+            if nested || @claim_kind == :joined
+              savepoint = "lease_machines_#{@depth += 1}"
+              storage { @adapter.savepoint(savepoint) }
+            end
+          end
           @deciding = true
           raise_fence(name, token)
           @deciding = false
-          @in_block = true unless joined
-        end
-        result = yield @adapter.connection
-        critical do
-          joined ? storage { @adapter.release_savepoint } : commit_transaction
+          @in_block = true if held
+          result = Thread.handle_interrupt(Object => :immediate) { yield @adapter.connection }
+          @in_block = false if held
+          if savepoint
+            storage { @adapter.release_savepoint(savepoint) }
+          else
+            ended_by_block! unless storage { @adapter.in_transaction? }
+            storage { @adapter.commit }
+          end
           done = true
-        end
-        result
-      ensure
-        critical do
+          result
+        ensure
           @deciding = false
-          @in_block = false unless joined
-          finish(joined) if opened && !done
+          @in_block = false if held
+          if savepoint
+            @adapter.rollback_to_savepoint(savepoint) unless done
+            @depth -= 1
+          end
+          end_claim(committed: done) if held
         end
       end
     end
@@ -195,12 +218,17 @@ module LeaseMachines
     def decide(resource, now)
       name = resource_name(resource)
       critical do
-        recover
-        raise StoreError, "#{path}: a decision cannot commit inside an open transaction; commit it first" if joining?
-
-        open_transaction
-        committed = false
+        held = committed = false
         begin
+          guarded do
+            recover
+            if storage { @adapter.in_transaction? }
+              raise StoreError, "#{path}: a decision cannot commit inside an open transaction; commit it first"
+            end
+
+            held = true # before the claim: whatever lands after this reaches the ensure below
+            take(:own)
+          end
           @deciding = true
           before, revision = storage { read(name) }
           authority = Authority.restore(before, clock_policy: @clock_policy)
@@ -213,67 +241,95 @@ module LeaseMachines
             kept = Checkpoint.new(last_issued: before.last_issued, lease: before.lease, observed: after.observed)
             storage { write(name, kept, revision) }
           end
-          commit_transaction
+          storage { @adapter.commit }
           committed = true
           decision
         ensure
-          @deciding = false
-          finish(false) unless committed
+          end_claim(committed: committed) if held
         end
       end
     end
 
-    # Whether a transaction someone else opened (the application) is open on the connection. A transaction this
-    # store opened is the caller's own #fenced block calling back in, which joins it too.
-    def joining? = storage { @adapter.in_transaction? }
+    # A read outside any request: refused while another live fiber is inside one of this store's requests (it would
+    # see that request's uncommitted rows on the shared connection), and made under the guard, so that no other
+    # thread's request starts in the middle of it.
+    def query(&)
+      critical do
+        guarded do
+          recover
+          storage(&)
+        end
+      end
+    end
 
-    # Rolls back a transaction this store opened in a fiber that can no longer close it (the fiber died inside it,
-    # or this fiber left it without the store's cleanup). Raises StoreError when another live fiber is inside one.
+    # Runs the block holding the guard, which makes checking and taking the claim one step between threads.
+    def guarded(&)
+      @guard.synchronize(&)
+    rescue ThreadError => e
+      raise StoreError, "#{path}: the store cannot be used from here (#{e.message}; a signal's trap handler?)"
+    end
+
+    # Claims the store for the current fiber: +:own+ opens the store's own transaction (BEGIN, marked as the
+    # store's), +:joined+ runs inside the application's. The claim is made before BEGIN, so that an exception landing
+    # right after it (a signal's trap handler, which Thread.handle_interrupt does not defer) leaves a claim the next
+    # request clears, rolling back only a transaction marked as the store's. Called with the guard held.
+    def take(kind)
+      @claim = WeakRef.new(Fiber.current)
+      @claim_kind = kind
+      storage { @adapter.begin_transaction } if kind == :own
+    end
+
+    # Ends the claim: rolls back the store's own transaction unless it +committed+, and forgets the request's state.
+    def end_claim(committed:)
+      @deciding = @in_block = false
+      @adapter.rollback_own if @claim_kind == :own && !committed
+      @claim = @claim_kind = nil
+    end
+
+    def ended_by_block!
+      raise StoreError, "#{path}: the block of fenced ended the store's transaction (a COMMIT, ROLLBACK or RELEASE " \
+                        "in it); its writes may have been made outside the fence"
+    end
+
+    # Clears a claim its fiber can no longer end (the fiber died inside a request, or an exception landed where no
+    # ensure could run), rolling back the store's own transaction if that is what is open (never the
+    # application's). Raises StoreError while another live fiber is inside a request, or when this fiber's request
+    # calls back in while deciding (from its clock). Lets this fiber's own fenced block call back in. Called with the
+    # guard held.
     def recover
-      return if @transaction_fiber.nil?
+      raise StoreError, "#{path}: the store is closed" if @adapter.closed?
 
-      fiber = @transaction_fiber.weakref_alive? ? @transaction_fiber.__getobj__ : nil
+      claim = @claim
+      return if claim.nil?
+
+      fiber = begin
+        claim.__getobj__
+      rescue WeakRef::RefError
+        nil
+      end
       if fiber.equal?(Fiber.current)
         return if @in_block
         if @deciding
           raise StoreError, "#{path}: the store was called from inside one of its own requests (by its clock?)"
         end
       elsif fiber&.alive?
-        raise StoreError, "#{path}: another thread or fiber is inside a transaction of this store; " \
+        raise StoreError, "#{path}: another thread or fiber is inside a request of this store; " \
                           "open one Store per thread"
       end
 
-      @in_block = false
-      finish(false)
-    end
-
-    def open_transaction
-      storage { @adapter.begin_transaction }
-      @transaction_fiber = WeakRef.new(Fiber.current)
-    end
-
-    def commit_transaction
-      storage { @adapter.commit }
-      @transaction_fiber = nil
-    end
-
-    # Rolls back what this request opened: its savepoint when +joined+, else its transaction.
-    def finish(joined)
-      if joined
-        @adapter.rollback_to_savepoint
-      else
-        @adapter.rollback
-        @transaction_fiber = nil
-      end
+      end_claim(committed: false)
+      @depth = 0
     end
 
     # Checks +token+ against the resource's fence and the tokens this store issued for it, then raises the mark.
     def raise_fence(name, token)
       highest = storage { read_fence(name) }
+      checkpoint = storage { read(name).first }
+      if highest && !checkpoint.issued?(highest)
+        raise StoreError, "corrupt fence row for #{name.inspect} in #{path}: highest #{highest} was never issued"
+      end
       fence = Fence.new(highest: highest)
       raise Fenced.new(resource: name, token: token, highest: highest) unless fence.accept(token)
-
-      checkpoint = storage { read(name).first }
       unless checkpoint.issued?(token)
         issued = checkpoint.last_issued
         raise ArgumentError, "#{name}: token #{token} was never issued " \
@@ -297,6 +353,9 @@ module LeaseMachines
       unless Integer === revision && !revision.negative?
         corrupt!(name, "revision #{Store.shown(revision)} is not a count")
       end
+      if Integer === last_issued && last_issued > revision
+        corrupt!(name, "#{last_issued} tokens issued in #{revision} changes") # each grant is a change
+      end
       lease = token && Lease.new(owner: owner, token: token, expires_at: expires_at)
       [Checkpoint.new(last_issued: last_issued, lease: lease, observed: observed), revision]
     rescue ArgumentError, TypeError, RangeError, NoMethodError, FloatDomainError => e
@@ -319,6 +378,9 @@ module LeaseMachines
     def write(name, checkpoint, revision)
       lease = checkpoint.lease
       check_token_range!(checkpoint.last_issued)
+      if revision > MAX_TOKEN
+        raise StoreError, "revision #{revision} does not fit the database's signed 64-bit integers (max #{MAX_TOKEN})"
+      end
       @adapter.write_lease(name, lease&.owner, lease&.token, lease&.expires_at, checkpoint.last_issued,
                            checkpoint.observed, revision)
     end

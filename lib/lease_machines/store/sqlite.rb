@@ -32,7 +32,9 @@ module LeaseMachines
         INSERT INTO lease_machines_fences (resource, highest) VALUES (?, ?)
         ON CONFLICT (resource) DO UPDATE SET highest = excluded.highest
       SQL
-      private_constant :LEASE_COLUMNS, :READ_LEASE, :WRITE_LEASE, :READ_FENCE, :WRITE_FENCE
+      # The savepoint that marks a transaction as the store's own.
+      OWN = "lease_machines_own"
+      private_constant :LEASE_COLUMNS, :READ_LEASE, :WRITE_LEASE, :READ_FENCE, :WRITE_FENCE, :OWN
 
       # The connection, and what names it in messages (the database file's path, or ":memory:").
       attr_reader :connection, :name
@@ -82,29 +84,53 @@ module LeaseMachines
         (seconds * 1000).round
       end
 
+      # What names +database+ in a message: its path, or the connection's file.
+      def self.describe(database)
+        return database if String === database
+        return database.to_path if defined?(Pathname) && Pathname === database
+        return database.filename.to_s.then { _1.empty? ? ":memory:" : _1 } if SQLite3::Database === database
+
+        Store.shown(database)
+      rescue SQLite3::Exception
+        "a closed SQLite3::Database"
+      end
+
       def close = @connection.close
+
+      def closed? = @connection.closed?
 
       def in_transaction? = @connection.transaction_active?
 
-      # Takes the write lock at once, so that the read below sees the newest committed row and no other writer can
-      # slip in between the read and the write.
-      def begin_transaction = @connection.execute("BEGIN IMMEDIATE")
+      # Opens the store's own transaction: takes the write lock at once (so that the read sees the newest committed
+      # row and no other writer can slip in between the read and the write), and marks it as the store's with a
+      # savepoint, in one call into SQLite, so that no Ruby code (a signal's trap handler) can run between the two.
+      def begin_transaction = @connection.execute_batch2("BEGIN IMMEDIATE; SAVEPOINT #{OWN}")
 
       def commit = @connection.execute("COMMIT")
 
-      def rollback
-        @connection.execute("ROLLBACK") if in_transaction?
+      # Rolls back the store's own transaction, and only that: a transaction without the store's mark (the
+      # application's) is left alone. Returns whether it rolled one back.
+      def rollback_own
+        return false unless in_transaction?
+
+        begin
+          @connection.execute("ROLLBACK TO #{OWN}")
+        rescue SQLite3::Exception
+          return false # no mark: not the store's transaction
+        end
+        @connection.execute("ROLLBACK")
+        true
       rescue SQLite3::Exception
-        nil # SQLite already rolled back (a statement with ON CONFLICT ROLLBACK, say); what went wrong goes on
+        false # SQLite already rolled back (a statement with ON CONFLICT ROLLBACK, say); what went wrong goes on
       end
 
-      # Inside a transaction someone else opened (the application's): a savepoint of its own.
-      def savepoint = @connection.execute("SAVEPOINT lease_machines")
-      def release_savepoint = @connection.execute("RELEASE lease_machines")
+      # A savepoint of a fenced write inside a transaction already open (the application's, or the store's own).
+      def savepoint(name) = @connection.execute("SAVEPOINT #{name}")
+      def release_savepoint(name) = @connection.execute("RELEASE #{name}")
 
-      def rollback_to_savepoint
-        @connection.execute("ROLLBACK TO lease_machines")
-        @connection.execute("RELEASE lease_machines")
+      def rollback_to_savepoint(name)
+        @connection.execute("ROLLBACK TO #{name}")
+        @connection.execute("RELEASE #{name}")
       rescue SQLite3::Exception
         nil
       end
@@ -132,6 +158,8 @@ module LeaseMachines
       # The statement's first row as an Array (nil when there is none), read without the connection's result
       # settings, the statement closed whatever happens.
       def step(sql, *binds)
+        raise SQLite3::MisuseException, "the database is closed" if @connection.closed?
+
         @connection.prepare(sql) do |statement|
           statement.bind_params(*binds)
           statement.step
