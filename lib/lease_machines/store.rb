@@ -54,8 +54,6 @@ module LeaseMachines
     WALL_CLOCK = -> { Process.clock_gettime(Process::CLOCK_REALTIME) }
     # The database's integers are signed 64-bit: the store refuses to issue tokens above this.
     MAX_TOKEN = SQLite::MAX_INTEGER
-    # The longest resource name, in bytes of UTF-8 (the core's bound, as for a Table).
-    MAX_RESOURCE_BYTES = LeaseMachines::MAX_RESOURCE_BYTES
 
     # What names the database in messages: the database file's path.
     def path = @adapter.name
