@@ -44,7 +44,7 @@ impl Cadence {
 
     /// `ttl - warn_before`: how long after a confirmed renewal the warning deadline falls.
     #[must_use]
-    pub fn warn_after(&self) -> Duration {
+    pub const fn warn_after(&self) -> Duration {
         self.ttl.saturating_sub(self.warn_before)
     }
 }
@@ -104,6 +104,10 @@ pub struct Holder {
     token: FencingToken,
     cadence: Cadence,
     renewed_at: Duration,
+    /// `renewed_at + renew_every` and `renewed_at + warn_after`, saturating: kept with `renewed_at` (set wherever it
+    /// is), so that a poll compares and never adds.
+    renew_at: Duration,
+    warn_at: Duration,
     outstanding_since: Option<Duration>,
     state: HolderState,
 }
@@ -113,7 +117,15 @@ impl Holder {
     /// Starts [`HolderState::Confirmed`].
     #[must_use]
     pub const fn new(token: FencingToken, at: Duration, cadence: Cadence) -> Self {
-        Self { token, cadence, renewed_at: at, outstanding_since: None, state: HolderState::Confirmed }
+        Self {
+            token,
+            cadence,
+            renewed_at: at,
+            renew_at: at.saturating_add(cadence.renew_every()),
+            warn_at: at.saturating_add(cadence.warn_after()),
+            outstanding_since: None,
+            state: HolderState::Confirmed,
+        }
     }
 
     /// The token of the lease held (the last one, once expired or fenced).
@@ -144,14 +156,14 @@ impl Holder {
     /// Saturates at [`Duration::MAX`].
     #[must_use]
     pub fn warning_deadline(&self) -> Option<Duration> {
-        self.is_holding().then(|| self.renewed_at.saturating_add(self.cadence.warn_after()))
+        self.is_holding().then_some(self.warn_at)
     }
 
     /// `renewed_at + renew_every`, when the next renewal is due; `None` once expired or fenced. Saturates at
     /// [`Duration::MAX`].
     #[must_use]
     pub fn next_renewal(&self) -> Option<Duration> {
-        self.is_holding().then(|| self.renewed_at.saturating_add(self.cadence.renew_every()))
+        self.is_holding().then_some(self.renew_at)
     }
 
     /// Whether the holder should send a renewal at `now`: it still holds the lease, and a renewal is outstanding
@@ -208,8 +220,10 @@ impl Holder {
         self.token = token;
         if let Some(sent) = self.outstanding_since.take() {
             self.renewed_at = self.renewed_at.max(sent);
+            self.renew_at = self.renewed_at.saturating_add(self.cadence.renew_every());
+            self.warn_at = self.renewed_at.saturating_add(self.cadence.warn_after());
         }
-        let deadline = self.renewed_at.saturating_add(self.cadence.warn_after());
+        let deadline = self.warn_at;
         self.state = if at >= deadline { HolderState::AtRisk } else { HolderState::Confirmed };
         true
     }
