@@ -42,6 +42,25 @@ class RecordsTest < Minitest::Test
     assert_equal report, records.last
   end
 
+  # A refusal is one kept Decision per reason, for an Authority and a Table alike: equal to a Decision built in Ruby,
+  # frozen and shareable, and still each request's own (the authority's watermark moves, the table counts it).
+  def test_a_refusal_is_the_same_value_every_time
+    authority = LeaseMachines::Authority.new
+    authority.acquire(owner: 1, now: 0.0, ttl: 10.0)
+    table = LeaseMachines::Table.new
+    table.acquire(resource: "a", owner: 1, now: 0.0, ttl: 10.0)
+    refusals = [authority.acquire(owner: 2, now: 1.0, ttl: 1.0), authority.acquire(owner: 3, now: 2.0, ttl: 1.0),
+                table.acquire(resource: "a", owner: 2, now: 1.0, ttl: 1.0)]
+    refusals.each do |refusal|
+      assert_equal LeaseMachines::Decision.new(status: :rejected, lease: nil, reason: :occupied), refusal
+      assert [refusal.frozen?, Ractor.shareable?(refusal)].all?, refusal.inspect
+    end
+    assert_equal 2.0, authority.observed
+    assert_equal 1, table.metrics(now: 1.0).rejections[:occupied]
+    stale = authority.renew(owner: 1, token: 9, now: 3.0, ttl: 1.0)
+    assert_equal %i[rejected stale_token], [stale.status, stale.reason]
+  end
+
   def test_a_lease_built_in_ruby_is_checked_and_normalised
     lease = LeaseMachines::Lease.new(owner: 7, token: 1, expires_at: 30)
     assert_equal 30.0, lease.expires_at

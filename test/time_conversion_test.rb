@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "json"
 require "test_helper"
 
 # Ruby sees Floats, the core counts nanoseconds. Every instant the gem returns converts back to exactly the instant
@@ -118,5 +119,20 @@ class TimeConversionTest < Minitest::Test
     authority = LeaseMachines::Authority.restore(checkpoint)
     assert_equal :occupied, authority.acquire(owner: 2, now: EPOCH, ttl: 1.0).reason
     assert_equal :granted, authority.acquire(owner: 2, now: checkpoint.lease.expires_at, ttl: 1.0).status
+  end
+
+  # A Float +now+ becomes the nanosecond nearest its exact value (Rational(now) is exact), at every scale from a
+  # microsecond to 2**41 s. A tie (a fraction of k/1024 s is exactly half a nanosecond off) rounds to the even one.
+  def test_a_float_now_becomes_the_nearest_nanosecond
+    random = Random.new(Minitest.seed)
+    scales = [1e-6, 1.0, 1_000.0, EPOCH, 2.0**32, 2.0**40]
+    samples = Array.new(iterations(3_000)) { scales.sample(random:) * random.rand(2.0) }
+    ties = [1.0 / 1024, 3.0 / 1024, 7.0 + (5.0 / 1024), 1_000.0 + (511.0 / 1024)]
+    (samples + ties + [0.0, 1e-9, 0.5e-9, 4_294_967_295.999_999_9]).each do |now|
+      table = LeaseMachines::Table.new
+      table.acquire(resource: "a", owner: 1, now:, ttl: 1.0)
+      observed = JSON.parse(table.to_json).fetch("observed_ns")
+      assert_equal (Rational(now) * 1_000_000_000).round(half: :even), observed, "now: #{now} (#{now.to_r})"
+    end
   end
 end

@@ -45,15 +45,19 @@ impl RbAuthority {
             Decision::Renewed(lease) => Decision::Renewed(deadline_on_grid(&mut next, lease)),
             other => other,
         };
-        let nil = ruby.qnil().as_value();
-        let (status, lease, reason) = match decision {
-            Decision::Granted(lease) => (Status::Granted, Some(lease), nil),
-            Decision::Renewed(lease) => (Status::Renewed, Some(lease), nil),
-            Decision::Released => (Status::Released, None, nil),
-            Decision::Rejected(rejection) => (Status::Rejected, None, rejection.symbol(ruby).as_value()),
+        let (status, lease) = match decision {
+            Decision::Granted(lease) => (Status::Granted, Some(lease)),
+            Decision::Renewed(lease) => (Status::Renewed, Some(lease)),
+            Decision::Released => (Status::Released, None),
+            Decision::Rejected(rejection) => {
+                // A refusal may still move the watermark: committed as a grant is, once the answer exists.
+                let answer = data::refusal(ruby, rejection)?;
+                *rb_self.borrowed_mut(ruby)? = next;
+                return Ok(answer);
+            }
         };
         let lease = lease.map(|lease| (&LEASE, values::lease_members(ruby, lease)));
-        let answer = data::decision(ruby, status.symbol(ruby).as_value(), lease, reason)?;
+        let answer = data::decision(ruby, status.symbol(ruby).as_value(), lease, ruby.qnil().as_value())?;
         *rb_self.borrowed_mut(ruby)? = next;
         Ok(answer)
     }

@@ -22,6 +22,9 @@
 
 use std::sync::OnceLock;
 
+use lease_machines::Rejection;
+
+use crate::symbols::{Status, SymbolEnum};
 use magnus::rb_sys::{protect, AsRawValue, FromRawValue};
 use magnus::{prelude::*, value::Opaque, Error, RArray, RClass, RModule, RStruct, Ruby, Symbol, Value};
 
@@ -181,6 +184,39 @@ pub fn decision<L: Members>(
         }
         None => DECISION.build(ruby, DecisionMembers { status, lease: ruby.qnil().as_value(), reason }),
     }
+}
+
+/// The frozen `LeaseMachines::Decision` refusing for `rejection` (status `:rejected`, no lease): built the first time
+/// that reason is given, made Ractor-shareable and kept for good (registered with the garbage collector), so that a
+/// refusal allocates nothing. A `Decision` is a value compared by its members: one refusal for a reason is as good as
+/// another.
+pub fn refusal(ruby: &Ruby, rejection: Rejection) -> Result<Value, Error> {
+    static REFUSALS: [OnceLock<Opaque<Value>>; Rejection::ALL.len()] =
+        [const { OnceLock::new() }; Rejection::ALL.len()];
+    let Some(slot) = REFUSALS.get(rejection.index()) else {
+        // Unreachable: `index` is the reason's place in `Rejection::ALL`. Building a fresh one is still right.
+        return decision::<DecisionMembers>(
+            ruby,
+            Status::Rejected.symbol(ruby).as_value(),
+            None,
+            reason(ruby, rejection),
+        );
+    };
+    if let Some(kept) = slot.get() {
+        return Ok(ruby.get_inner(*kept));
+    }
+    let built =
+        decision::<DecisionMembers>(ruby, Status::Rejected.symbol(ruby).as_value(), None, reason(ruby, rejection))?;
+    // SAFETY: `built` is a live, deeply frozen object (a frozen Data of two Symbols and nil); on a Ruby thread.
+    unsafe { rb_sys::rb_ractor_make_shareable(built.as_raw()) };
+    if slot.set(Opaque::from(built)).is_ok() {
+        ruby.gc_register_mark_object(built);
+    }
+    Ok(slot.get().map_or(built, |kept| ruby.get_inner(*kept)))
+}
+
+fn reason(ruby: &Ruby, rejection: Rejection) -> Value {
+    rejection.symbol(ruby).as_value()
 }
 
 /// A new frozen instance of `class` with `members`: `rb_struct_alloc_noinit`, each member stored, frozen.

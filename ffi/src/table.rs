@@ -56,11 +56,10 @@ fn answer(ruby: &Ruby, decision: &TableDecision<Key>) -> Result<Value, Error> {
         TableDecision::Transferred(lease) => (Status::Transferred, Some(lease)),
         TableDecision::Released => (Status::Released, None),
         TableDecision::Reaped => (Status::Reaped, None),
-        TableDecision::Rejected(_) => (Status::Rejected, None),
+        TableDecision::Rejected(rejection) => return data::refusal(ruby, *rejection),
     };
     let lease = lease.map(|lease| (&TABLE_LEASE, records::table_lease_members(ruby, lease)));
-    let reason = decision.rejection().map(|reason| reason.symbol(ruby)).into_value_with(ruby);
-    data::decision(ruby, status.symbol(ruby).as_value(), lease, reason)
+    data::decision(ruby, status.symbol(ruby).as_value(), lease, ruby.qnil().as_value())
 }
 
 impl RbTable {
