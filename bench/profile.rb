@@ -2,7 +2,7 @@
 
 # Where a granted Authority#acquire and Table#acquire spend their time: each layer of the call timed alone (with
 # benchmark-ips, in the loop shape of bench/decisions.rb) and its Ruby objects counted per call
-# (GC.stat(:total_allocated_objects) over 100,000 calls); then what the answer, a Data Decision, costs against other
+# (GC.stat(:total_allocated_objects) over 100,000 calls, and the bytes Ruby's malloc took); then what the answer, a Data Decision, costs against other
 # kinds of value object (bench-only classes, to size what a change to the gem could save).
 #
 #   ruby -Ilib bench/profile.rb           # YJIT off
@@ -300,21 +300,27 @@ module Bench
       Bench.expect!("Table#acquire", last[:gem].status, :granted)
     end
 
-    # Ruby objects allocated per call by +layer+, over CALLS calls.
+    # Ruby objects allocated and bytes Ruby malloc'ed (its xmalloc: object bodies too large for their slot, Hashes,
+    # ...) per call by +layer+, over CALLS calls with the garbage collector held off (a collection resets the count).
     def allocations(layer)
-      before = GC.stat(:total_allocated_objects)
+      GC.disable
+      objects = GC.stat(:total_allocated_objects)
+      bytes = GC.stat(:malloc_increase_bytes)
       layer.call(CALLS)
-      (GC.stat(:total_allocated_objects) - before).fdiv(CALLS)
+      [(GC.stat(:total_allocated_objects) - objects).fdiv(CALLS), (GC.stat(:malloc_increase_bytes) - bytes).fdiv(CALLS)]
+    ensure
+      GC.enable
     end
 
     def run(title, layers)
-      objects = layers.transform_values { |layer| allocations(layer) }
+      counts = layers.transform_values { |layer| allocations(layer) }
       figures = Bench.ips { |job| layers.each { |label, layer| job.report(label, &layer) } }
       puts
       puts "## #{title}"
-      puts format("  %-56s %10s %8s %14s", "", "ns/call", "±", "objects/call")
+      puts format("  %-56s %10s %8s %14s %16s", "", "ns/call", "±", "objects/call", "malloc B/call")
       figures.each do |label, figure|
-        puts format("  %-56s %10.1f %7.1f%% %14.2f", label, figure.ns, figure.error, objects.fetch(label))
+        objects, bytes = counts.fetch(label)
+        puts format("  %-56s %10.1f %7.1f%% %14.2f %16.1f", label, figure.ns, figure.error, objects, bytes)
       end
       figures
     end

@@ -26,6 +26,11 @@ namespace :bench do
     modes.each { |_, flags| sh FileUtils::RUBY, *flags, "-Ilib", "bench/profile.rb" }
   end
 
+  desc "Count instructions per decision with valgrind's callgrind: the core's decisions, the Ruby calls and floors"
+  task instructions: :compile do
+    sh FileUtils::RUBY, "-Ilib", "bench/instructions.rb"
+  end
+
   desc "Check only that bench/reference.rb answers as the native gem does (no timing)"
   task agreement: :compile do
     sh FileUtils::RUBY, "-Ilib", "-e", 'require "./bench/agreement"; puts Agreement.check!'
