@@ -503,3 +503,68 @@ fn events_and_leases_share_the_tables_own_key() {
     // The table's key, the six events, `key`, `current` and the first grant's lease: no copy per event.
     assert_eq!(Rc::strong_count(&key), 1 + 6 + 1 + 1 + 1);
 }
+
+/// Many resources granted out of resource order, released and reaped in an interleaved order (so records are moved
+/// into the places of removed ones and the record storage shrinks), then granted again: every remaining lease is the
+/// one its resource was last granted, and a table restored from the checkpoint agrees with the one built by commands.
+#[test]
+fn dense_storage_keeps_every_lease_through_removals_and_restores_the_same() {
+    let n: u64 = 2_000;
+    let mut table: LeaseTable<u64> = LeaseTable::new();
+    let key = |i: u64| i.wrapping_mul(7_919) % n;
+    for i in 0..n {
+        let owner = OwnerId::new(key(i) % 5);
+        let ttl = s(10 + key(i) % 7);
+        assert!(table.acquire(&key(i), owner, s(0), ttl).is_accepted());
+    }
+    // Release every resource but one in seven, from both ends, interleaved; reap some after they expire.
+    for i in 0..n {
+        let resource = if i % 2 == 0 { key(i / 2) } else { key(n - 1 - i / 2) };
+        if resource % 7 != 0 && resource % 3 != 0 {
+            let owner = OwnerId::new(resource % 5);
+            assert!(table.release(&resource, owner, token(1), s(1)).is_accepted(), "release {resource}");
+        }
+    }
+    let reaped = table.reap_expired(s(12)).map(|leases| leases.len());
+    assert!(reaped.is_ok_and(|count| count > 0));
+    for resource in (0..n).filter(|resource| resource % 11 == 0) {
+        let _ = table.acquire(&resource, C, s(12), s(5));
+    }
+    for resource in 0..n {
+        let lease = table.lease(&resource);
+        let (held, released) = (resource % 7 == 0 || resource % 3 == 0, resource % 7 != 0 && resource % 3 != 0);
+        let expired_and_reaped = held && 10 + resource % 7 <= 12;
+        if resource % 11 == 0 && (released || expired_and_reaped) {
+            let lease = lease.unwrap_or_else(|| panic!("{resource} was granted again"));
+            assert_eq!((lease.owner(), lease.token(), lease.expires_at()), (C, token(2), s(17)));
+        } else if held && !expired_and_reaped {
+            let lease = lease.unwrap_or_else(|| panic!("{resource} still holds its lease"));
+            let expected = (OwnerId::new(resource % 5), token(1), s(10 + resource % 7), s(0), 1);
+            assert_eq!(
+                (lease.owner(), lease.token(), lease.expires_at(), lease.issued_at(), lease.revision()),
+                expected
+            );
+        } else {
+            assert_eq!(lease, None, "{resource} holds no lease");
+        }
+    }
+    let live: Vec<u64> = table.live_leases(s(12)).map(|lease| *lease.resource()).collect();
+    assert!(live.windows(2).all(|pair| pair[0] < pair[1]), "live leases in resource order");
+
+    let checkpoint = table.checkpoint();
+    let records: Vec<u64> = checkpoint.records().iter().map(|record| record.resource).collect();
+    assert_eq!(records, (0..n).collect::<Vec<_>>(), "records in resource order");
+    let mut restored = LeaseTable::restore(checkpoint.clone());
+    assert_eq!(restored.checkpoint(), checkpoint);
+    assert_eq!(restored.metrics(s(12)).live_leases, table.metrics(s(12)).live_leases);
+    for resource in 0..n {
+        assert_eq!(restored.lease(&resource), table.lease(&resource));
+        assert_eq!(restored.revision(&resource), table.revision(&resource));
+        assert_eq!(restored.last_issued(&resource), table.last_issued(&resource));
+        let (a, b) = (restored.acquire(&resource, B, s(20), s(5)), table.acquire(&resource, B, s(20), s(5)));
+        assert_eq!(a, b);
+    }
+    assert_eq!(restored.checkpoint(), table.checkpoint());
+    assert_eq!(restored.reap_expired(s(30)), table.reap_expired(s(30)));
+    assert_eq!(restored.checkpoint(), table.checkpoint());
+}

@@ -1,13 +1,14 @@
 //! Making a [`LeaseTable`]: empty or restored from a checkpoint, and its settings (event sink, clock policy,
 //! deadline rounding).
 
-use alloc::collections::BTreeMap;
+use core::hash::Hash;
 use core::time::Duration;
 
+use super::store::Store;
 use super::{Counters, EventLog, EventSink, LeaseTable, Slot, StoredLease, TableCheckpoint};
 use crate::{ClockPolicy, FencingToken, Lease, OwnerId, Rejection};
 
-impl<R: Ord + Clone> LeaseTable<R> {
+impl<R: Ord + Hash + Clone> LeaseTable<R> {
     /// An empty table, [`ClockPolicy::Reject`], watermark at zero, events kept in an [`EventLog`] of
     /// [`EventLog::DEFAULT_CAPACITY`].
     #[must_use]
@@ -29,18 +30,18 @@ impl<R: Ord + Clone> LeaseTable<R> {
     }
 }
 
-impl<R: Ord + Clone> Default for LeaseTable<R> {
+impl<R: Ord + Hash + Clone> Default for LeaseTable<R> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
+impl<R: Ord + Hash + Clone, S: EventSink<R>> LeaseTable<R, S> {
     /// An empty table that sends its events to `sink`.
     #[must_use]
     pub const fn with_sink(sink: S) -> Self {
         Self {
-            resources: BTreeMap::new(),
+            resources: Store::new(),
             observed: Duration::ZERO,
             clock_policy: ClockPolicy::Reject,
             round_up: None,

@@ -2,8 +2,10 @@
 //! slot, the revision; then, only if all pass, the change, its event and the counters. A refused command changes
 //! nothing.
 
+use core::hash::Hash;
 use core::time::Duration;
 
+use super::store::Place;
 use super::{Event, EventKind, EventSink, LeaseTable, Slot, StoredLease, TableDecision};
 use crate::{rules, Lease, OwnerId, Rejection};
 
@@ -15,6 +17,10 @@ pub(super) enum Precondition {
     Elected { valid: bool, leader: Option<OwnerId>, term: u64 },
 }
 
+/// An accepted command, not yet committed: where its resource is, its new state, its event, its decision, and
+/// whether the holder changed.
+type Accepted<R> = (Place, Slot, Event<R>, TableDecision<R>, bool);
+
 /// What an accepted command does to a slot.
 pub(super) enum Change {
     Grant { kind: EventKind, owner: OwnerId, deadline: Duration, term: Option<u64> },
@@ -22,7 +28,7 @@ pub(super) enum Change {
     End { kind: EventKind },
 }
 
-impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
+impl<R: Ord + Hash + Clone, S: EventSink<R>> LeaseTable<R, S> {
     /// Every grant: the precondition, then the lease record, then the token space. `rotation` is
     /// [`EventKind::Reacquired`] when the owner's own live lease may be replaced, [`EventKind::Acquired`] otherwise.
     pub(super) fn grant(
@@ -70,15 +76,15 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
         check: impl FnOnce(&Slot, Duration, Duration) -> Result<Change, Rejection>,
     ) -> TableDecision<R> {
         match self.evaluate(resource, now, ttl, check) {
-            Ok((slot, event, decision, transition)) => {
+            Ok((place, slot, event, decision, transition)) => {
+                if !self.resources.set(place, || event.resource.clone(), slot) {
+                    // A new resource the table has no room for (`evaluate` refuses it first).
+                    self.count_rejection(Rejection::TokenSpaceExhausted);
+                    return TableDecision::Rejected(Rejection::TokenSpaceExhausted);
+                }
                 self.observed = self.observed.max(event.at);
                 if transition {
                     self.counters.holder_transitions = self.counters.holder_transitions.saturating_add(1);
-                }
-                if let Some(current) = self.resources.get_mut(resource) {
-                    *current = slot;
-                } else {
-                    self.resources.insert(event.resource.clone(), slot);
                 }
                 self.counters.accepted = self.counters.accepted.saturating_add(1);
                 self.counters.events = self.counters.events.saturating_add(1);
@@ -98,7 +104,7 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
         now: Duration,
         ttl: Option<Duration>,
         check: impl FnOnce(&Slot, Duration, Duration) -> Result<Change, Rejection>,
-    ) -> Result<(Slot, Event<R>, TableDecision<R>, bool), Rejection> {
+    ) -> Result<Accepted<R>, Rejection> {
         let now = rules::observe(&mut self.observed.clone(), self.clock_policy, now)?;
         let deadline = match ttl {
             Some(ttl) => {
@@ -109,10 +115,14 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
         };
         // The event and the lease carry the table's own key when it has one: for a shared key type (`Arc<str>`),
         // every event of a resource then holds the one name the table keeps, not the copy each caller passed.
-        let found = self.resources.get_key_value(resource);
-        let before = found.map(|(_, slot)| *slot).unwrap_or_default();
+        let place = self.resources.place(resource);
+        let found = self.resources.get(place);
+        let before = found.map(|(_, slot)| slot).unwrap_or_default();
         let change = check(&before, now, deadline)?;
         let revision = before.revision.checked_add(1).ok_or(Rejection::RevisionSpaceExhausted)?;
+        if !place.is_known() && !self.resources.has_room() {
+            return Err(Rejection::TokenSpaceExhausted);
+        }
         let mut after = Slot { revision, ..before };
         let replaced = before.stored.map(|stored| stored.lease);
         let mut transition = false;
@@ -160,7 +170,7 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
             term: shown.term,
             replaced: if ended.is_some() { None } else { replaced },
         };
-        Ok((after, event, decision, transition))
+        Ok((place, after, event, decision, transition))
     }
 
     pub(super) fn count_rejection(&mut self, rejection: Rejection) {

@@ -4,6 +4,8 @@
 //! - `queries`: what a table says without changing (leases, revisions, tokens, terms, its checkpoint, its metrics).
 //! - `command`: the commands that change it (acquire, renew, transfer, ...), as methods and as [`Command`] values.
 //! - `engine`: how every command is decided: the checks, then the change, the event and the counters.
+//! - `store`: where the resources are kept (dense, with a hash index) and how a resource's [`Slot`] is read and
+//!   written.
 //! - `audit`, `event`, `lease`, `metrics`, `state`: what a table hands out and takes back.
 
 mod audit;
@@ -15,8 +17,8 @@ mod lease;
 mod metrics;
 mod queries;
 mod state;
+mod store;
 
-use alloc::collections::BTreeMap;
 use core::time::Duration;
 
 pub use audit::{audit, AuditReport, Finding, FindingCode};
@@ -72,7 +74,7 @@ impl<R> TableDecision<R> {
     }
 }
 
-/// One resource's state inside the table.
+/// One resource's state, as the engine reads and writes it (the store keeps it packed, see `store`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 struct Slot {
     last_issued: Option<FencingToken>,
@@ -114,7 +116,7 @@ struct Counters {
 /// Leases on many resources, decided by the same rules as a [`LeaseAuthority`](crate::LeaseAuthority), with a
 /// revision per resource, transfers, reaping, batches, audit events and metrics.
 ///
-/// Each resource (any `R: Ord + Clone`, such as a `String` name) has its own token namespace, kept for good once the
+/// Each resource (any `R: Ord + Hash + Clone`, such as a `String` name) has its own token namespace, kept for good once the
 /// resource has been granted: tokens start at 1 and rise by one per grant, never reused after a release or a reap.
 /// Each resource also has a **revision**, raised by one on every accepted change, which callers can use as a
 /// compare-and-set precondition ([`acquire_at_revision`](Self::acquire_at_revision)). The table has one clock
@@ -127,11 +129,18 @@ struct Counters {
 /// request (a far-future `now` with a zero TTL, say) cannot refuse every other resource's callers. Once a resource
 /// has had a leadership lease, only [`acquire_leadership`](Self::acquire_leadership) grants it
 /// ([`Rejection::LeadershipRequired`] for a plain grant or a transfer). An accepted command changes one
-/// resource and sends one [`Event`] to the sink `S` ([`EventLog`] by default). Commands cost O(log n) in the number
-/// of resources; nothing reads a clock or panics.
+/// resource and sends one [`Event`] to the sink `S` ([`EventLog`] by default). Nothing reads a clock or panics.
+///
+/// A command costs O(1) (expected) in the number of resources: resources are kept densely in the order they were
+/// first granted, behind a hash index with a fixed seed (so the table is as deterministic as its inputs), and only
+/// held resources have a lease record. What is reported in resource order ([`live_leases`](Self::live_leases),
+/// [`reap_expired`](Self::reap_expired), [`checkpoint`](Self::checkpoint)) is sorted on the way out: O(n log n),
+/// O(n) when the resources were first granted in resource order (or restored). A table holds at most
+/// `u32::MAX` resources; a grant to a new resource beyond that is refused with
+/// [`Rejection::TokenSpaceExhausted`].
 #[derive(Debug, Clone)]
 pub struct LeaseTable<R, S = EventLog<R>> {
-    resources: BTreeMap<R, Slot>,
+    resources: store::Store<R>,
     observed: Duration,
     clock_policy: ClockPolicy,
     round_up: Option<fn(Duration) -> Duration>,

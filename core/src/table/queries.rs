@@ -1,19 +1,20 @@
 //! What a [`LeaseTable`] says without changing: its settings, its leases, revisions, tokens and terms, its
 //! checkpoint and its metrics. None of these moves the watermark.
 
+use core::hash::Hash;
 use core::time::Duration;
 
 use super::{Event, EventSink, LeaseRecord, LeaseTable, Metrics, ResourceRecord, TableCheckpoint, TableLease};
 use crate::{ClockPolicy, FencingToken};
 
-impl<R: Ord + Clone> LeaseTable<R> {
+impl<R: Ord + Hash + Clone> LeaseTable<R> {
     /// The events the table's log keeps, oldest first.
     pub fn events(&self) -> impl ExactSizeIterator<Item = &Event<R>> + DoubleEndedIterator {
         self.sink.events()
     }
 }
 
-impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
+impl<R: Ord + Hash + Clone, S: EventSink<R>> LeaseTable<R, S> {
     /// The table's [`ClockPolicy`].
     #[must_use]
     pub const fn clock_policy(&self) -> ClockPolicy {
@@ -46,14 +47,14 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
     /// Whether the table knows no resource.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.resources.is_empty()
+        self.resources.len() == 0
     }
 
     /// The lease record of `resource`, live or expired, or `None` when vacant or unknown. It carries the table's
     /// own key (shared, for a shared key type), not a copy of `resource`.
     #[must_use]
     pub fn lease(&self, resource: &R) -> Option<TableLease<R>> {
-        self.resources.get_key_value(resource).and_then(|(key, slot)| slot.table_lease(key))
+        self.resources.find(resource).and_then(|(key, slot)| slot.table_lease(key))
     }
 
     /// The lease live on `resource` at `now`, if any. A pure query: the watermark does not move.
@@ -62,37 +63,41 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
         self.lease(resource).filter(|lease| lease.is_live(now))
     }
 
-    /// Every lease live at `now`, in resource order. O(n).
+    /// Every lease live at `now`, in resource order. O(n + k log k) for k live leases (the live ones are sorted
+    /// when asked for; O(n) when the resources were first granted in resource order).
     pub fn live_leases(&self, now: Duration) -> impl Iterator<Item = TableLease<R>> + '_ {
         self.resources
-            .iter()
-            .filter_map(move |(resource, slot)| slot.table_lease(resource).filter(|lease| lease.is_live(now)))
+            .sorted(move |slot| slot.stored.is_some_and(|stored| stored.lease.is_live(now)))
+            .into_iter()
+            .filter_map(|(resource, slot)| slot.table_lease(resource))
     }
 
     /// The revision of `resource`: how many accepted changes it has seen (`0` when unknown).
     #[must_use]
     pub fn revision(&self, resource: &R) -> u64 {
-        self.resources.get(resource).map_or(0, |slot| slot.revision)
+        self.resources.find(resource).map_or(0, |(_, slot)| slot.revision)
     }
 
     /// The greatest token issued for `resource`, `None` when none was.
     #[must_use]
     pub fn last_issued(&self, resource: &R) -> Option<FencingToken> {
-        self.resources.get(resource).and_then(|slot| slot.last_issued)
+        self.resources.find(resource).and_then(|(_, slot)| slot.last_issued)
     }
 
     /// The greatest election term used for `resource`, `None` when no leadership lease was granted on it.
     #[must_use]
     pub fn term(&self, resource: &R) -> Option<u64> {
-        self.resources.get(resource).and_then(|slot| slot.term)
+        self.resources.find(resource).and_then(|(_, slot)| slot.term)
     }
 
-    /// The table's whole state, for storage. O(n).
+    /// The table's whole state, for storage, in resource order. O(n log n) (the resources are sorted; O(n) when
+    /// they were first granted in resource order, or restored).
     #[must_use]
     pub fn checkpoint(&self) -> TableCheckpoint<R> {
         let records = self
             .resources
-            .iter()
+            .sorted(|_| true)
+            .into_iter()
             .map(|(resource, slot)| ResourceRecord {
                 resource: resource.clone(),
                 last_issued: slot.last_issued.map(FencingToken::value),
@@ -122,15 +127,13 @@ impl<R: Ord + Clone, S: EventSink<R>> LeaseTable<R, S> {
             holder_transitions: self.counters.holder_transitions,
             ..Metrics::default()
         };
-        for slot in self.resources.values() {
-            metrics.highest_token = metrics.highest_token.max(slot.last_issued);
-            if let Some(stored) = slot.stored {
-                metrics.stored_leases = metrics.stored_leases.saturating_add(1);
-                if stored.lease.is_live(now) {
-                    metrics.live_leases = metrics.live_leases.saturating_add(1);
-                } else {
-                    metrics.expired_leases = metrics.expired_leases.saturating_add(1);
-                }
+        metrics.highest_token = self.resources.highest_token();
+        for expires_at in self.resources.expiries() {
+            metrics.stored_leases = metrics.stored_leases.saturating_add(1);
+            if now < expires_at {
+                metrics.live_leases = metrics.live_leases.saturating_add(1);
+            } else {
+                metrics.expired_leases = metrics.expired_leases.saturating_add(1);
             }
         }
         metrics
