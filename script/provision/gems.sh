@@ -5,7 +5,12 @@
 # (minitest, rake, rbs, test-unit) come with Ruby. Sourced by script/provision/debian.
 
 # Pure-Ruby gems from Debian's archive (arch:all binary packages), in dependency order.
-DEBIAN_GEMS=(ruby-rake-compiler-dock ruby-rb-sys rake-compiler ruby-benchmark-ips ruby-progressbar ruby-mini-portile2)
+DEBIAN_GEMS=(ruby-rake-compiler-dock ruby-rb-sys rake-compiler ruby-benchmark-ips ruby-progressbar ruby-mini-portile2
+  # ActiveJob and ActiveRecord 7.2 for `lease_machines/active_job` (development only). Their other dependencies
+  # (base64, benchmark, bigdecimal, drb, logger, minitest, securerandom, timeout) are default or bundled gems of
+  # CRuby 3.3 and 3.4.
+  ruby-concurrent ruby-i18n ruby-tzinfo ruby-connection-pool ruby-activesupport ruby-globalid ruby-activemodel
+  ruby-activerecord ruby-activejob)
 
 # Gems with C extensions, built from Debian's source packages: "source-package gem-name [-- build options]".
 DEBIAN_SOURCE_GEMS=("ruby-sqlite3 sqlite3 -- --enable-system-libraries")
@@ -20,11 +25,9 @@ install_debian_gems() {
     local version deb gem_name gem_version
     version="$(apt_private_cache show "$pkg" 2>/dev/null | sed -n 's/^Version: //p' | sort -urV | head -n1)"
     [ -n "$version" ] || { echo "provision: Debian has no package $pkg" >&2; exit 1; }
-    deb="$(ls "$debs/${pkg}_${version#*:}_all.deb" 2>/dev/null || true)"
-    if [ -z "$deb" ]; then
-      (cd "$debs" && apt_private download "$pkg=$version" >/dev/null)
-      deb="$debs/${pkg}_${version#*:}_all.deb"
-    fi
+    # apt-get download names the file after the version, an epoch's colon written as %3a (ruby-activesupport's 2:).
+    deb="$debs/${pkg}_${version//:/%3a}_all.deb"
+    [ -f "$deb" ] || (cd "$debs" && apt_private download "$pkg=$version" >/dev/null)
     local built
     built="$("$ruby" "$LM_PROVISION/deb2gem.rb" "$deb" "$gems")"
     for gem_file in $built; do
