@@ -1,0 +1,97 @@
+# frozen_string_literal: true
+
+module LeaseMachines
+  module ActiveJob
+    # Where jobs take their leases and write through the fence, outside Rails as inside it.
+    #
+    # - +store+: a LeaseMachines::Store, or a factory (anything with +call+) that opens one. A Store is one
+    #   connection: the jobs' threads and the renewer share it, one request at a time. With a factory each thread
+    #   (and the renewer) opens its own, and a forked child opens new ones.
+    # - +fence_record+: the ActiveRecord class whose database holds the fence (default ActiveRecord::Base). It must be
+    #   the store's database: the fence checks the tokens the store issued.
+    # - +clock+: the holders' clock, Float seconds (default the monotonic clock).
+    # - +executor+: wraps each pass of the renewer (Rails.application.executor); nil for none.
+    # - +error_handler+: called with (error, context) for the renewer's errors when Rails.error is not there.
+    # - +renewal+: :background (a renewer thread per process) or :manual (Renewer#renew_due is called by hand).
+    # - +jitter+: the fraction of renew_every the renewer's sleep varies by (0.1).
+    class Configuration
+      MONOTONIC = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }
+      WARN = ->(error, context) { warn("lease_machines: #{context[:during]}: #{error.class}: #{error.message}") }
+      RENEWALS = %i[background manual].freeze
+
+      attr_reader :store, :fence_record, :clock, :executor, :error_handler, :renewal, :jitter
+
+      def initialize
+        @store = nil
+        @fence_record = nil
+        @clock = MONOTONIC
+        @executor = nil
+        @error_handler = WARN
+        @renewal = :background
+        @jitter = 0.1
+      end
+
+      def store=(store)
+        unless store.nil? || store.is_a?(Store) || store.respond_to?(:call)
+          raise TypeError, "store must be a LeaseMachines::Store or a factory of them, got #{Store.shown(store)}"
+        end
+
+        @store = store
+      end
+
+      def fence_record=(record)
+        unless record.nil? || (record.is_a?(Class) && record.respond_to?(:with_connection))
+          raise TypeError, "fence_record must be an ActiveRecord class, got #{Store.shown(record)}"
+        end
+
+        @fence_record = record
+      end
+
+      def clock=(clock)
+        raise TypeError, "clock must respond to call, got #{Store.shown(clock)}" unless clock.respond_to?(:call)
+
+        @clock = clock
+      end
+
+      def executor=(executor)
+        raise TypeError, "executor must respond to wrap, got #{Store.shown(executor)}" unless executor.nil? || executor.respond_to?(:wrap)
+
+        @executor = executor
+      end
+
+      def error_handler=(handler)
+        raise TypeError, "error_handler must respond to call, got #{Store.shown(handler)}" unless handler.respond_to?(:call)
+
+        @error_handler = handler
+      end
+
+      def renewal=(renewal)
+        raise ArgumentError, "renewal must be :background or :manual, got #{Store.shown(renewal)}" unless RENEWALS.include?(renewal)
+
+        @renewal = renewal
+      end
+
+      def jitter=(jitter)
+        raise TypeError, "jitter must be Float, got #{Store.shown(jitter)}" unless jitter.is_a?(Float) || jitter.is_a?(Integer)
+        raise ArgumentError, "jitter must be in 0...1, got #{jitter}" unless jitter >= 0 && jitter < 1
+
+        @jitter = jitter.to_f
+      end
+
+      # The fence record in use: the configured one, else ActiveRecord::Base.
+      def fence_record!
+        @fence_record || (defined?(::ActiveRecord::Base) && ::ActiveRecord::Base) ||
+          raise(ArgumentError, "fenced writes need ActiveRecord (require \"active_record\") or a fence_record")
+      end
+
+      # Reports a background error: Rails.error when there is one, else the error handler. Never silent.
+      def report(error, context)
+        if defined?(::Rails) && ::Rails.respond_to?(:error) && ::Rails.error
+          ::Rails.error.report(error, handled: true, source: "lease_machines", context: context)
+        else
+          @error_handler.call(error, context)
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,23 @@
+# frozen_string_literal: true
+
+require "active_support/notifications"
+
+module LeaseMachines
+  module ActiveJob
+    # The ActiveSupport::Notifications events of a job's lease, each "<event>.lease_machines", with +job+,
+    # +resource+, +owner+ and +token+ in every payload (+owner+ and +token+ nil before a grant).
+    module Instrumentation
+      EVENTS = %i[acquire conflict renew at_risk lost fenced_write release thread_error].freeze
+      NAMESPACE = "lease_machines"
+
+      module_function
+
+      def instrument(event, job:, resource:, owner:, token:, **extra, &)
+        raise ArgumentError, "unknown lease_machines event #{event.inspect}" unless EVENTS.include?(event)
+
+        payload = { job: job, resource: resource, owner: owner, token: token, **extra }
+        ActiveSupport::Notifications.instrument("#{event}.#{NAMESPACE}", payload, &)
+      end
+    end
+  end
+end

@@ -1,0 +1,157 @@
+# frozen_string_literal: true
+
+module LeaseMachines
+  module ActiveJob
+    # What a job's body sees as +lease+: the lease it holds on +resource+ as +owner+, with its fencing +token+, and how
+    # far to trust it, from the core's Holder on the holders' clock (deadlines counted from before each request was
+    # sent). +state+ is :held, :at_risk or :lost. Nothing here interrupts the job: it asks (+check!+, +held?+) and
+    # writes through the fence (+fenced+).
+    #
+    # The renewer updates it from its own thread; every read and update holds the lease's lock.
+    class JobLease
+      attr_reader :job, :resource, :owner, :token, :cadence
+
+      def initialize(job:, resource:, lease:, sent_at:, cadence:, clock:)
+        @job = job
+        @resource = resource
+        @owner = lease.owner
+        @token = lease.token
+        @expires_at = lease.expires_at
+        @cadence = cadence
+        @clock = clock
+        @holder = Holder.new(token: lease.token, at: sent_at, cadence: cadence)
+        @lock = Thread::Mutex.new
+        @reported = :held
+        @reason = nil
+      end
+
+      # When the authority's lease runs out, on the store's clock, as of the last grant or renewal.
+      def expires_at = @lock.synchronize { @expires_at }
+
+      # Why the lease was lost (the authority's refusal reason, :fenced), or nil.
+      def reason = @lock.synchronize { @reason }
+
+      # :held, :at_risk (past the Holder's warning deadline, or a renewal unconfirmed past it) or :lost (the
+      # authority refused a renewal, or the fence refused the token).
+      def state = @lock.synchronize { state_at(@clock.call) }
+
+      def held? = state == :held
+      def at_risk? = state == :at_risk
+      def lost? = state == :lost
+
+      # Seconds until the Holder's warning deadline (0.0 once there, or lost).
+      def remaining
+        @lock.synchronize do
+          deadline = @holder.warning_deadline
+          deadline ? [deadline - @clock.call, 0.0].max : 0.0
+        end
+      end
+
+      # The job's cooperative stop point: raises LeaseLost unless the lease is held.
+      def check!
+        now = state
+        raise LeaseLost.new(resource: resource, token: token, state: now) unless now == :held
+
+        self
+      end
+
+      # Runs the block as a write protected by this lease's token, in a transaction on the fence record's database
+      # (joining one that is open): see FencedWrite. Raises LeaseLost without writing when the lease is known lost,
+      # LeaseMachines::Fenced when the fence refuses the token (the whole transaction rolled back).
+      def fenced(record: nil, &block)
+        raise ArgumentError, "fenced needs a block: the write it protects" unless block
+
+        check_not_lost!
+        result = FencedWrite.run(record || ActiveJob.configuration.fence_record!, resource: resource, token: token, &block)
+        instrument(:fenced_write, outcome: :written)
+        result
+      rescue Fenced => e
+        @lock.synchronize do
+          @holder.fence
+          @reason = :fenced
+        end
+        instrument(:fenced_write, outcome: :refused, highest: e.highest)
+        observe
+        raise
+      end
+
+      def inspect = "#<#{self.class.name} #{resource} owner=#{owner} token=#{token} #{state}>"
+
+      # Called by the renewer: renews through +store+ when the Holder says a renewal is due, and reports what changed
+      # (renew, at_risk, lost). A StoreError is raised to the renewer after the state is reported.
+      def renew_if_due(store)
+        sent = @lock.synchronize do
+          now = @clock.call
+          next unless @holder.renewal_due?(now: now)
+
+          now = @clock.call
+          @holder.refresh(now: now)
+          now
+        end
+        return observe unless sent
+
+        begin
+          decision = store.renew(resource: resource, owner: owner, token: token, ttl: cadence.ttl)
+        rescue StoreError
+          observe
+          raise
+        end
+        confirmed(decision, @clock.call)
+      end
+
+      # Whether a renewal is due now (an unconfirmed one is retried until confirmed or refused).
+      def renewal_due? = @lock.synchronize { @holder.renewal_due?(now: @clock.call) }
+
+      # The Holder's next renewal instant, on the holders' clock; nil once lost.
+      def next_renewal = @lock.synchronize { @holder.next_renewal }
+
+      # Emits at_risk or lost when the state moved there since last reported.
+      def observe
+        now = state
+        previous = @lock.synchronize { @reported.tap { @reported = now } }
+        return if now == previous || now == :held
+
+        instrument(now, previous: previous, reason: reason)
+      end
+
+      # Gives the lease back through +store+ with owner and token: a stale release is refused by the authority and can
+      # never free a successor's lease. Returns the Decision.
+      def release(store)
+        decision = store.release(resource: resource, owner: owner, token: token)
+        instrument(:release, status: decision.status, reason: decision.reason)
+        decision
+      end
+
+      def instrument(event, **extra, &)
+        Instrumentation.instrument(event, job: job, resource: resource, owner: owner, token: token, **extra, &)
+      end
+
+      private
+
+      def state_at(now)
+        case @holder.state
+        when :expired, :fenced then :lost
+        else @holder.at_risk?(now: now) ? :at_risk : :held
+        end
+      end
+
+      def confirmed(decision, received)
+        @lock.synchronize do
+          if decision.renewed?
+            @holder.confirm(token: decision.lease.token, at: received)
+            @expires_at = decision.lease.expires_at
+          else
+            @holder.expire
+            @reason = decision.reason
+          end
+        end
+        instrument(:renew, status: decision.status, reason: decision.reason, expires_at: expires_at) if decision.renewed?
+        observe
+      end
+
+      def check_not_lost!
+        raise LeaseLost.new(resource: resource, token: token, state: :lost) if lost?
+      end
+    end
+  end
+end

@@ -1,0 +1,49 @@
+# frozen_string_literal: true
+
+require "active_support/log_subscriber"
+
+module LeaseMachines
+  module ActiveJob
+    # Logs the lease_machines events to ActiveJob's logger: lost, conflict, at_risk and fenced writes refused at warn,
+    # thread errors at error, the rest at info (acquire, release) and debug (renew).
+    class LogSubscriber < ActiveSupport::LogSubscriber
+      def acquire(event) = info { line(event, "acquired, expires at #{event.payload[:expires_at]}") }
+
+      def conflict(event) = warn { line(event, "held by another owner; #{event.payload[:action]} (#{event.payload[:conflicts]} of #{event.payload[:attempts]} retries spent)") }
+
+      def renew(event) = debug { line(event, "renewed, expires at #{event.payload[:expires_at]}") }
+
+      def at_risk(event) = warn { line(event, "at risk: unconfirmed past the warning deadline") }
+
+      def lost(event) = warn { line(event, "lost (#{event.payload[:reason] || "unconfirmed"}); the job must stop writing") }
+
+      def fenced_write(event)
+        if event.payload[:outcome] == :refused
+          warn { line(event, "fenced write refused: the fence has seen token #{event.payload[:highest]}") }
+        else
+          debug { line(event, "fenced write committed") }
+        end
+      end
+
+      def release(event) = info { line(event, "released: #{event.payload[:reason] || event.payload[:status]}") }
+
+      def thread_error(event)
+        error = event.payload[:error]
+        error { line(event, "#{error.class}: #{error.message}") }
+      end
+
+      def logger = ::ActiveJob::Base.logger
+
+      private
+
+      def line(event, what)
+        payload = event.payload
+        job = payload[:job]
+        "[lease_machines] #{job&.class&.name}#{" (#{job.job_id})" if job.respond_to?(:job_id)} " \
+          "#{payload[:resource]} token #{payload[:token].inspect}: #{what}"
+      end
+    end
+  end
+end
+
+LeaseMachines::ActiveJob::LogSubscriber.attach_to :lease_machines

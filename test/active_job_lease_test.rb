@@ -1,0 +1,173 @@
+# frozen_string_literal: true
+
+require "active_job_support"
+
+# holds_lease with ActiveJob's :test adapter on SQLite: the lease a perform holds, what its body sees, and how it ends.
+class ActiveJobLeaseTest < Minitest::Test
+  include LeaseMachines::ActiveJobSupport
+  include ActiveJob::TestHelper
+
+  def report_job(**options, &body)
+    seen = @seen = []
+    job_class(:ReportJob) do
+      holds_lease(key: ->(account) { account }, ttl: 30.0, renew_every: 10.0, **options)
+      define_method(:perform) do |account|
+        seen << lease
+        body&.call(self, account)
+      end
+    end
+  end
+
+  def test_a_job_class_gains_only_holds_lease_and_lease
+    plain = Class.new(ActiveJob::Base)
+    leased = Class.new(ActiveJob::Base) { include LeaseMachines::ActiveJob }
+
+    assert_equal [:holds_lease], leased.methods - plain.methods
+    assert_equal [:lease], leased.instance_methods - plain.instance_methods
+  end
+
+  def test_a_record_key_names_the_resource_after_the_group_and_the_record
+    Account.create!(name: "first")
+    account = Account.create!(name: "Acme")
+    report_job.perform_now(account)
+
+    lease = @seen.fetch(0)
+    assert_equal "LeaseMachines::ActiveJobSupport::ReportJob:Account/2", lease.resource
+    assert_equal 1, lease.token
+  end
+
+  def test_group_prefixes_the_key
+    report_job(group: "nightly").perform_now("acme")
+
+    assert_equal "nightly:acme", @seen.fetch(0).resource
+  end
+
+  def test_the_body_sees_a_held_lease_that_is_released_when_the_job_ends
+    states = []
+    report_job { |job| states << [job.lease.state, job.lease.held?, job.lease.remaining, job.lease.expires_at] }.perform_now("acme")
+
+    lease = @seen.fetch(0)
+    assert_equal [[:held, true, 20.0, 1_030.0]], states
+    assert_equal [1], events_named(:acquire).map { _1[:token] }
+    assert_equal [[:released, nil]], events_named(:release).map { [_1[:status], _1[:reason]] }
+    assert_equal "LeaseMachines::ActiveJobSupport::ReportJob:acme", lease.resource
+    assert_nil other_store.checkpoint(resource: lease.resource).lease
+    assert_equal 2, other_store.revision(resource: lease.resource), "granted, then released"
+    assert_equal lease.owner, events_named(:release).first[:owner]
+    assert_same lease.job, events_named(:release).first[:job]
+  end
+
+  def test_the_lease_is_released_even_when_the_job_raises
+    job = report_job { raise IOError, "disk full" }
+
+    assert_raises(IOError) { job.perform_now("acme") }
+    assert_equal [:released], events_named(:release).map { _1[:status] }
+    assert_nil other_store.checkpoint(resource: @seen.fetch(0).resource).lease
+  end
+
+  def test_renewal_confirms_the_lease_and_pushes_its_expiry
+    report_job do
+      clock.advance(10.0)
+      renewer.renew_due
+      clock.advance(15.0)
+    end.perform_now("acme")
+
+    lease = @seen.fetch(0)
+    assert_equal [1_040.0], events_named(:renew).map { _1[:expires_at] }
+    assert_equal 1_040.0, lease.expires_at
+    assert_empty events_named(:at_risk)
+    assert_empty renewer.leases, "renewal stops when the job ends"
+  end
+
+  def test_a_conflict_is_retried_after_wait_and_runs_once_the_lease_is_free
+    job = report_job(on_conflict: :retry, wait: 15.0, attempts: 3)
+    resource = "#{job.name}:acme"
+    held = held_elsewhere(resource)
+
+    job.perform_later("acme")
+    perform_enqueued_jobs
+
+    assert_empty @seen, "the body did not run while another owner held the lease"
+    assert_equal [[:retry, 0]], events_named(:conflict).map { [_1[:action], _1[:conflicts]] }
+    retried = enqueued_jobs.last
+    assert_equal job, retried[:job]
+    assert_in_delta Time.now.to_f + 15.0, retried[:at], 2.0
+
+    other_store.release(resource: resource, owner: 999, token: held.lease.token)
+    perform_enqueued_jobs(at: Time.now + 60)
+    assert_equal 1, @seen.size, "the retried job ran, not dropped"
+    assert_equal 2, @seen.first.token
+    assert_equal [1], events_named(:conflict).map { _1[:conflicts] + 1 }, "one conflict, one retry"
+  end
+
+  def test_a_conflict_retried_attempts_times_then_raises_lease_busy
+    job = report_job(on_conflict: :retry, wait: 1.0, attempts: 2)
+    held_elsewhere("#{job.name}:acme")
+    job.perform_later("acme")
+
+    error = assert_raises(LeaseMachines::LeaseBusy) do
+      3.times { perform_enqueued_jobs(at: Time.now + 3600) }
+    end
+    assert_kind_of LeaseMachines::Error, error
+    assert_equal "#{job.name}:acme", error.resource
+    assert_equal 2, error.attempts
+    assert_equal %i[retry retry raise], events_named(:conflict).map { _1[:action] }
+    assert_empty @seen
+  end
+
+  def test_discard_emits_its_event_and_runs_nothing
+    job = report_job(on_conflict: :discard)
+    held_elsewhere("#{job.name}:acme")
+
+    job.perform_now("acme")
+
+    assert_empty @seen
+    assert_equal [[:discard, "#{job.name}:acme", nil]],
+                 events_named(:conflict).map { [_1[:action], _1[:resource], _1[:token]] }
+    assert_kind_of job, events_named(:conflict).first[:job]
+    assert_empty enqueued_jobs
+  end
+
+  def test_raise_raises_lease_busy
+    job = report_job(on_conflict: :raise)
+    held_elsewhere("#{job.name}:acme")
+
+    assert_raises(LeaseMachines::LeaseBusy) { job.perform_now("acme") }
+    assert_empty @seen
+  end
+
+  def test_a_release_after_the_lease_was_lost_does_not_free_the_successor
+    successor = nil
+    job = report_job do |current, account|
+      clock.advance(31.0) # the job stalled past its TTL
+      successor = other_store.acquire(resource: "#{current.class.name}:#{account}", owner: 999, ttl: 30.0)
+    end
+    job.perform_now("acme")
+
+    assert_equal :granted, successor.status
+    assert_equal 2, successor.lease.token
+    release = events_named(:release).fetch(0)
+    assert_equal [:rejected, 1], [release[:status], release[:token]]
+    assert_includes %i[wrong_owner stale_token expired], release[:reason]
+    assert_equal successor.lease, other_store.checkpoint(resource: "#{job.name}:acme").lease
+  end
+
+  def test_check_raises_lease_lost_once_the_authority_refused_the_renewal
+    raised = nil
+    report_job do |job, account|
+      clock.advance(31.0)
+      other_store.acquire(resource: "#{job.class.name}:#{account}", owner: 999, ttl: 30.0)
+      renewer.renew_due
+      raised = assert_raises(LeaseMachines::LeaseLost) { job.lease.check! }
+    end.perform_now("acme")
+
+    assert_equal [:lost, 1], [raised.state, raised.token]
+    assert_kind_of LeaseMachines::Error, raised
+    assert_equal [:stale_token], events_named(:lost).map { _1[:reason] }
+    assert @seen.fetch(0).lost?
+  end
+
+  def test_the_lease_reader_is_nil_before_a_perform
+    assert_nil report_job.new("acme").lease
+  end
+end

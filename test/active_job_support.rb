@@ -1,0 +1,102 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "active_record"
+require "lease_machines/active_job"
+
+ActiveJob::Base.logger = Logger.new(nil)
+ActiveRecord::Migration.verbose = false
+
+# The application's models, named as an application names them (a record's lease key is "Account/42").
+class Account < ActiveRecord::Base; end
+class Report < ActiveRecord::Base; end
+
+module LeaseMachines
+  # What the ActiveJob tests share: a SQLite database per test (the lease store's tables and the app's, in one file,
+  # through ActiveRecord's sqlite3 adapter), one injected clock for the store and the holders, renewals by hand, and
+  # every lease_machines event recorded.
+  module ActiveJobSupport
+    include TestSupport
+
+    # A clock the test moves: Float seconds.
+    class Clock
+      attr_reader :now
+
+      def initialize(now = 1_000.0) = @now = now
+      def call = @now
+      def advance(seconds) = @now += seconds
+    end
+
+    # A store whose renewals fail (StoreError) while +failing+ is set: a database the renewer cannot reach.
+    class FlakyStore < Store
+      attr_accessor :failing
+
+      def renew(**)
+        raise StoreError, "lease store #{path}: disk I/O error (injected)" if failing
+
+        super
+      end
+    end
+
+    attr_reader :clock, :path, :events, :errors
+
+    def setup
+      super
+      @path = File.join(scratch_dir("lm-active-job"), "app.sqlite3")
+      @clock = Clock.new
+      ActiveRecord::Base.establish_connection(adapter: "sqlite3", database: @path)
+      ActiveRecord::Schema.define do
+        create_table(:accounts) { |t| t.string :name }
+        create_table(:reports) { |t| t.string :body; t.integer :token }
+      end
+      @stores = []
+      clock = @clock
+      path = @path
+      stores = @stores
+      @errors = []
+      LeaseMachines::ActiveJob.configure do |config|
+        config.clock = clock
+        config.renewal = :manual
+        config.fence_record = nil
+        config.error_handler = ->(error, context) { @errors << [error, context] }
+      end
+      LeaseMachines::ActiveJob.store = -> { FlakyStore.new(path, clock: clock).tap { stores << _1 } }
+      @events = []
+      @subscription = ActiveSupport::Notifications.subscribe(/\.lease_machines\z/) do |event|
+        @events << event
+      end
+      ::ActiveJob::Base.queue_adapter = :test
+    end
+
+    def teardown
+      ActiveSupport::Notifications.unsubscribe(@subscription)
+      LeaseMachines::ActiveJob.renewer.stop
+      LeaseMachines::ActiveJob.store = nil
+      ActiveRecord::Base.connection_handler.clear_all_connections!
+      ActiveRecord::Base.remove_connection
+      super
+    end
+
+    # The events named +name+ (without ".lease_machines"), their payloads.
+    def events_named(name) = @events.select { _1.name == "#{name}.lease_machines" }.map(&:payload)
+
+    # A store of the test's own (another process's connection) on the same database and clock.
+    def other_store = @other_store ||= Store.new(path, clock: clock)
+
+    # Takes +resource+'s lease for another owner, as a job of another process would.
+    def held_elsewhere(resource, ttl: 30.0) = other_store.acquire(resource: resource, owner: 999, ttl: ttl)
+
+    def renewer = LeaseMachines::ActiveJob.renewer
+
+    # A fresh job class named +name+ under this module (ActiveJob needs named classes to enqueue).
+    def job_class(name, &body)
+      klass = Class.new(::ActiveJob::Base) do
+        include LeaseMachines::ActiveJob
+      end
+      ActiveJobSupport.send(:remove_const, name) if ActiveJobSupport.const_defined?(name, false)
+      ActiveJobSupport.const_set(name, klass)
+      klass.class_eval(&body) if body
+      klass
+    end
+  end
+end
