@@ -48,7 +48,14 @@ module LeaseMachines
         @connection = @owned ? SQLite3::Database.new(self.class.path(database)) : database
         @name = @connection.filename.to_s.empty? ? ":memory:" : @connection.filename
         begin
-          @connection.busy_timeout = milliseconds
+          # A Ruby busy handler sleeps with the GVL released, so that the thread of this process holding the lock
+          # (a job writing through ActiveRecord, a renewer) can finish while this one waits; SQLite's own busy
+          # timeout would wait holding the GVL and stall them until it ran out.
+          if @connection.respond_to?(:busy_handler_timeout=)
+            @connection.busy_handler_timeout = milliseconds
+          else
+            @connection.busy_timeout = milliseconds
+          end
           @connection.execute("PRAGMA journal_mode = WAL")
           @connection.execute("PRAGMA synchronous = FULL")
           @connection.execute_batch(SCHEMA)
