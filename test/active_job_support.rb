@@ -44,7 +44,9 @@ module LeaseMachines
       super
       @path = File.join(scratch_dir("lm-active-job"), "app.sqlite3")
       @clock = Clock.new
-      ActiveRecord::Base.establish_connection(adapter: "sqlite3", database: @path)
+      # Fenced writes take the write lock at BEGIN: a deferred transaction that read first can fail with "database is
+      # locked" (SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out) when another connection wrote in between.
+      ActiveRecord::Base.establish_connection(adapter: "sqlite3", database: @path, default_transaction_mode: :immediate)
       ActiveRecord::Schema.define do
         create_table(:accounts) { |t| t.string :name }
         create_table(:reports) { |t| t.string :body; t.integer :token }

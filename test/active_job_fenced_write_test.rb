@@ -1,0 +1,112 @@
+# frozen_string_literal: true
+
+require "active_job_support"
+
+# lease.fenced on ActiveRecord's own SQLite connection: the fence raised as the transaction's first statement, through
+# the store's rule; a stale token rolls the whole transaction back, jobs enqueued in it included.
+class ActiveJobFencedWriteTest < Minitest::Test
+  include LeaseMachines::ActiveJobSupport
+  include ActiveJob::TestHelper
+
+  def setup
+    super
+    job_class(:FollowUpJob) do
+      include ActiveJob::EnqueueAfterTransactionCommit # what Rails' railtie does for every job
+      self.enqueue_after_transaction_commit = :always
+      def perform(*) = nil
+    end
+  end
+
+  # A job whose body is the test's block, called with the job.
+  def writer_job(&body)
+    job_class(:WriterJob) do
+      holds_lease key: ->(account) { account }, ttl: 30.0, renew_every: 10.0
+      define_method(:perform) { |_account| body.call(self) }
+    end
+  end
+
+  def resource = "LeaseMachines::ActiveJobSupport::WriterJob:acme"
+
+  def test_a_fenced_write_commits_with_the_fence_raised_to_its_token
+    writer_job do |job|
+      job.lease.fenced { Report.create!(body: "nightly", token: job.lease.token) }
+    end.perform_now("acme")
+
+    assert_equal [["nightly", 1]], Report.pluck(:body, :token)
+    assert_equal 1, other_store.fence_highest(resource: resource)
+    assert_equal [[:written, 1]], events_named(:fenced_write).map { [_1[:outcome], _1[:token]] }
+  end
+
+  def test_a_lease_lost_mid_job_has_its_fenced_write_rolled_back_with_everything_in_its_transaction
+    refused = nil
+    writer_job do |job|
+      clock.advance(31.0) # the job stalls past its TTL; a successor takes over and writes through the fence
+      successor = other_store.acquire(resource: resource, owner: 999, ttl: 30.0)
+      other_store.fenced(resource: resource, token: successor.lease.token) do |db|
+        db.execute("INSERT INTO reports (body, token) VALUES ('successor', ?)", [successor.lease.token])
+      end
+      refused = assert_raises(LeaseMachines::Fenced) do
+        Report.transaction do
+          Report.create!(body: "stale summary", token: job.lease.token)
+          LeaseMachines::ActiveJobSupport::FollowUpJob.perform_later
+          job.lease.fenced { Report.create!(body: "stale", token: job.lease.token) }
+        end
+      end
+      assert_equal :lost, job.lease.state
+    end.perform_now("acme")
+
+    assert_equal [1, 2], [refused.token, refused.highest]
+    assert_equal [["successor", 2]], Report.pluck(:body, :token), "nothing of the stale transaction landed"
+    assert_empty enqueued_jobs, "the job enqueued in the rolled-back transaction was dropped with it"
+    assert_equal 2, other_store.fence_highest(resource: resource)
+    assert_equal [[:refused, 2]], events_named(:fenced_write).map { [_1[:outcome], _1[:highest]] }
+    assert_equal [:fenced], events_named(:lost).map { _1[:reason] }
+  end
+
+  def test_a_committed_fenced_transaction_enqueues_its_jobs
+    writer_job do |job|
+      Report.transaction do
+        LeaseMachines::ActiveJobSupport::FollowUpJob.perform_later
+        job.lease.fenced { Report.create!(body: "ok") }
+      end
+    end.perform_now("acme")
+
+    assert_equal 1, enqueued_jobs.size
+    assert_equal ["ok"], Report.pluck(:body)
+  end
+
+  def test_a_lease_known_lost_writes_nothing_and_raises_lease_lost
+    writer_job do |job|
+      clock.advance(31.0)
+      other_store.acquire(resource: resource, owner: 999, ttl: 30.0)
+      renewer.renew_due
+      error = assert_raises(LeaseMachines::LeaseLost) { job.lease.fenced { Report.create!(body: "late") } }
+      assert_equal :lost, error.state
+    end.perform_now("acme")
+
+    assert_equal 0, Report.count
+    assert_nil other_store.fence_highest(resource: resource)
+  end
+
+  def test_fence_record_picks_the_database
+    other = Class.new(ActiveRecord::Base) { self.abstract_class = true }
+    LeaseMachines::ActiveJobSupport.const_set(:OtherRecord, other) unless LeaseMachines::ActiveJobSupport.const_defined?(:OtherRecord)
+    other = LeaseMachines::ActiveJobSupport::OtherRecord
+    elsewhere = File.join(scratch_dir("lm-other-db"), "other.sqlite3")
+    other.establish_connection(adapter: "sqlite3", database: elsewhere)
+    LeaseMachines::ActiveJob.fence_record = other
+    error = nil
+    writer_job do |job|
+      error = assert_raises(ArgumentError) { job.lease.fenced { nil } }
+    end.perform_now("acme")
+
+    # The other database's store never issued this token: the store refuses it, so a misconfigured fence is loud.
+    assert_match(/token 1 was never issued/, error.message)
+  ensure
+    other&.remove_connection
+  end
+
+  def test_fenced_needs_a_block
+    writer_job { |job| assert_raises(ArgumentError) { job.lease.fenced } }.perform_now("acme")
+  end
+end

@@ -1,0 +1,124 @@
+# frozen_string_literal: true
+
+require "active_job_support"
+
+# The renewer: renewals on the Holder's cadence through its own store, a failing store leading to at_risk then lost,
+# errors reported and emitted, never silent.
+class ActiveJobRenewalTest < Minitest::Test
+  include LeaseMachines::ActiveJobSupport
+
+  def leased_job(&body)
+    job_class(:RenewedJob) do
+      holds_lease key: ->(key) { key }, ttl: 30.0, renew_every: 10.0, warn_before: 5.0
+      define_method(:perform) { |_key| body.call(self) }
+    end
+  end
+
+  def resource = "LeaseMachines::ActiveJobSupport::RenewedJob:acme"
+
+  def test_nothing_is_renewed_before_it_is_due
+    leased_job do
+      clock.advance(9.0)
+      renewer.renew_due
+    end.perform_now("acme")
+
+    assert_empty events_named(:renew)
+  end
+
+  def test_the_renewer_renews_through_a_store_of_its_own
+    stores = nil
+    leased_job do
+      clock.advance(10.0)
+      renewer.renew_due
+      stores = @stores.dup
+    end.perform_now("acme")
+
+    assert_equal 2, stores.size, "the job's thread's store and the renewer's"
+    assert_equal [1_040.0], events_named(:renew).map { _1[:expires_at] }
+  end
+
+  def test_the_next_wait_is_the_earliest_renewal_the_holders_ask_for
+    waits = []
+    leased_job do
+      waits << renewer.renew_due
+      clock.advance(10.0)
+      waits << renewer.renew_due
+    end.perform_now("acme")
+
+    assert_equal [10.0, 10.0], waits
+  end
+
+  def test_a_failing_store_makes_the_lease_at_risk_then_lost_and_reports_every_error
+    seen = []
+    leased_job do |job|
+      clock.advance(10.0)
+      renewer.renew_due # confirmed: deadlines now count from 1010
+      seen << job.lease.state
+      @stores.last.failing = true
+      clock.advance(10.0)
+      assert_equal 1.0, renewer.renew_due, "an unconfirmed renewal is retried after renew_every / 10"
+      seen << job.lease.state # 1020: sent, unconfirmed, before the warning deadline (1035)
+      clock.advance(15.0)
+      renewer.renew_due
+      seen << job.lease.state # 1035: past the warning deadline, still unconfirmed
+      seen << assert_raises(LeaseMachines::LeaseLost) { job.lease.check! }.state
+      seen << job.lease.remaining
+      clock.advance(6.0) # 1041: the authority's lease (to 1040) has run out; a successor takes it
+      other_store.acquire(resource: resource, owner: 999, ttl: 30.0)
+      @stores.last.failing = false
+      renewer.renew_due
+      seen << job.lease.state
+    end.perform_now("acme")
+
+    assert_equal [:held, :held, :at_risk, :at_risk, 0.0, :lost], seen
+    assert_equal 2, @errors.size
+    assert_equal [LeaseMachines::StoreError], @errors.map { _1.first.class }.uniq
+    assert_equal({ during: "renewal", resource: resource, token: 1 }, @errors.first.last)
+    assert_equal 2, events_named(:thread_error).size
+    assert_equal [resource], events_named(:thread_error).map { _1[:resource] }.uniq
+    assert_equal [[:held, nil]], events_named(:at_risk).map { [_1[:previous], _1[:reason]] }
+    assert_equal [[:at_risk, :stale_token]], events_named(:lost).map { [_1[:previous], _1[:reason]] }
+  end
+
+  def test_a_background_renewer_stops_renewing_when_the_job_ends
+    LeaseMachines::ActiveJob.configuration.renewal = :background
+    running = nil
+    leased_job { running = renewer.running? }.perform_now("acme")
+
+    assert running
+    assert_empty renewer.leases
+  end
+
+  def test_the_executor_wraps_each_pass
+    wrapped = []
+    executor = Object.new
+    executor.define_singleton_method(:wrap) { |&block| wrapped << :in; block.call.tap { wrapped << :out } }
+    LeaseMachines::ActiveJob.configuration.executor = executor
+    leased_job { renewer.renew_due }.perform_now("acme")
+
+    assert_equal %i[in out], wrapped
+  ensure
+    LeaseMachines::ActiveJob.configuration.executor = nil
+  end
+
+  def test_rails_error_receives_the_errors_when_rails_is_there
+    reported = []
+    rails = Module.new
+    reporter = Object.new
+    reporter.define_singleton_method(:report) { |error, **context| reported << [error.class, context[:source]] }
+    rails.define_singleton_method(:error) { reporter }
+    Object.const_set(:Rails, rails)
+    leased_job do
+      clock.advance(10.0)
+      renewer.renew_due # opens the renewer's store
+      @stores.last.failing = true
+      clock.advance(10.0)
+      renewer.renew_due
+    end.perform_now("acme")
+
+    assert_equal [[LeaseMachines::StoreError, "lease_machines"]], reported
+    assert_empty @errors
+  ensure
+    Object.send(:remove_const, :Rails) if defined?(::Rails)
+  end
+end
