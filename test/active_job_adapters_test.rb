@@ -22,7 +22,6 @@ class ActiveJobAdaptersTest < Minitest::Test
   end
 
   def test_async_jobs_are_renewed_in_the_background_and_write_through_the_fence
-    plain_suite_only!("the async adapter's threads and real time")
     LeaseMachines::ActiveJob.configure do |config|
       config.clock = LeaseMachines::ActiveJob::Configuration::MONOTONIC
       config.renewal = :background

@@ -107,6 +107,7 @@ class ActiveJobFencedWriteTest < Minitest::Test
   end
 
   def test_fenced_needs_a_block
+    ill_typed!
     writer_job { |job| assert_raises(ArgumentError) { job.lease.fenced } }.perform_now("acme")
   end
 end

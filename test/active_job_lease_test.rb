@@ -22,8 +22,9 @@ class ActiveJobLeaseTest < Minitest::Test
     plain = Class.new(ActiveJob::Base)
     leased = Class.new(ActiveJob::Base) { include LeaseMachines::ActiveJob }
 
-    assert_equal [:holds_lease], leased.methods - plain.methods
-    assert_equal [:lease], leased.instance_methods - plain.instance_methods
+    added = ->(after, before) { (after - before).reject { _1.to_s.include?("__RBS_TEST_") } } # rake test:rbs's hooks
+    assert_equal [:holds_lease], added.(leased.methods, plain.methods)
+    assert_equal [:lease], added.(leased.instance_methods, plain.instance_methods)
   end
 
   def test_a_record_key_names_the_resource_after_the_group_and_the_record

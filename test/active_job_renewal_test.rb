@@ -121,4 +121,16 @@ class ActiveJobRenewalTest < Minitest::Test
   ensure
     Object.send(:remove_const, :Rails) if defined?(::Rails)
   end
+
+  def test_a_forked_child_forgets_the_parents_leases
+    plain_suite_only!("a forked child process")
+    child = nil
+    leased_job do
+      pid = fork { exit!(renewer.leases.empty? && !renewer.running? ? 0 : 1) }
+      child = Process.wait2(pid).last
+      assert_equal 1, renewer.leases.size, "the parent still renews its job's lease"
+    end.perform_now("acme")
+
+    assert_predicate child, :success?
+  end
 end

@@ -25,6 +25,8 @@ module LeaseMachines
       def initialize(now = 1_000.0) = @now = now
       def call = @now
       def advance(seconds) = @now += seconds
+      # As a lambda: the store and the configuration take a Proc (their signatures say so).
+      def to_proc = -> { @now }
     end
 
     # A store whose renewals fail (StoreError) while +failing+ is set: a database the renewer cannot reach.
@@ -57,12 +59,12 @@ module LeaseMachines
       stores = @stores
       @errors = []
       LeaseMachines::ActiveJob.configure do |config|
-        config.clock = clock
+        config.clock = clock.to_proc
         config.renewal = :manual
         config.fence_record = nil
         config.error_handler = ->(error, context) { @errors << [error, context] }
       end
-      LeaseMachines::ActiveJob.store = -> { FlakyStore.new(path, clock: clock).tap { stores << _1 } }
+      LeaseMachines::ActiveJob.store = -> { FlakyStore.new(path, clock: clock.to_proc).tap { stores << _1 } }
       @events = []
       @subscription = ActiveSupport::Notifications.subscribe(/\.lease_machines\z/) do |event|
         @events << event
@@ -83,7 +85,7 @@ module LeaseMachines
     def events_named(name) = @events.select { _1.name == "#{name}.lease_machines" }.map(&:payload)
 
     # A store of the test's own (another process's connection) on the same database and clock.
-    def other_store = @other_store ||= Store.new(path, clock: clock)
+    def other_store = @other_store ||= Store.new(path, clock: clock.to_proc)
 
     # Takes +resource+'s lease for another owner, as a job of another process would.
     def held_elsewhere(resource, ttl: 30.0) = other_store.acquire(resource: resource, owner: 999, ttl: ttl)

@@ -18,7 +18,7 @@ module LeaseMachines
 
       def perform(job, declaration)
         configuration = ActiveJob.configuration
-        resource = ResourceKey.name(declaration.group, declaration.key.call(*job.arguments))
+        resource = ResourceKey.resource_name(declaration.group, declaration.key.call(*job.arguments))
         owner = SecureRandom.random_number(MAX_OWNER) + 1
         sent = configuration.clock.call
         decision = ActiveJob.pool.with do |store|

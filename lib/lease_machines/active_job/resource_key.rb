@@ -9,7 +9,7 @@ module LeaseMachines
     module ResourceKey
       module_function
 
-      def name(group, value) = "#{group}:#{part(value)}"
+      def resource_name(group, value) = "#{group}:#{part(value)}"
 
       def part(value)
         case value
