@@ -85,7 +85,7 @@ module LeaseMachines
       end
 
       def run
-        until @lock.synchronize { @stopping }
+        until @lock.synchronize { @stopping || @configuration.renewal != :background }
           wait = begin
             renew_due
           rescue StandardError => e

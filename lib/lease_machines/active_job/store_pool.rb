@@ -39,7 +39,11 @@ module LeaseMachines
       def store_for(owner, factory)
         reset(close: false) if @pid != Process.pid
         @lock.synchronize do
-          @stores.delete_if { |thread, _| thread.is_a?(Thread) && !thread.alive? }
+          # A finished thread's connection is closed here, not left to the garbage collector.
+          @stores.select { |thread, _| thread.is_a?(Thread) && !thread.alive? }.each do |thread, store|
+            @stores.delete(thread)
+            store.close
+          end
           @stores[owner] ||= begin
             store = factory.call
             raise TypeError, "the store factory returned #{Store.shown(store)}, not a LeaseMachines::Store" unless store.is_a?(Store)
