@@ -12,6 +12,10 @@ DEBIAN_GEMS=(ruby-rake-compiler-dock ruby-rb-sys rake-compiler ruby-benchmark-ip
   ruby-concurrent ruby-i18n ruby-tzinfo ruby-connection-pool ruby-activesupport ruby-globalid ruby-activemodel
   ruby-activerecord ruby-activejob)
 
+# What those gems need on the host, as Debian 12 packages: tzinfo reads the zone files of tzdata (Debian's
+# ruby-tzinfo depends on it), which a minimal Debian 12 image may not have.
+GEM_HOST_PACKAGES=(tzdata)
+
 # Gems with C extensions, built from Debian's source packages: "source-package gem-name [-- build options]".
 DEBIAN_SOURCE_GEMS=("ruby-sqlite3 sqlite3 -- --enable-system-libraries")
 
