@@ -104,4 +104,30 @@ class ActiveJobDeclarationTest < Minitest::Test
     assert_equal [1, 2], tokens
     assert_empty @stores, "no store was opened: the given one is used"
   end
+
+  def test_a_store_given_as_is_is_refused_in_a_forked_child
+    plain_suite_only!("a forked child process")
+    LeaseMachines::ActiveJob.store = other_store
+    job = job_class(:ForkedJob) do
+      holds_lease key: ->(k) { k }, ttl: 30.0
+      def perform(_k) = nil
+    end
+    reader, writer = IO.pipe
+    pid = fork do
+      reader.close
+      job.perform_now("acme")
+      writer.puts "performed"
+    rescue LeaseMachines::StoreError => e
+      writer.puts e.message
+    ensure
+      exit!(0)
+    end
+    writer.close
+    Process.wait(pid)
+
+    assert_match(/opened before fork and its connection is the parent's; set .* to a factory/, reader.read)
+    assert_nil other_store.checkpoint(resource: "#{job.name}:acme").lease
+  ensure
+    reader&.close
+  end
 end

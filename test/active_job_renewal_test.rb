@@ -133,4 +133,16 @@ class ActiveJobRenewalTest < Minitest::Test
 
     assert_predicate child, :success?
   end
+
+  def test_a_finished_lease_is_neither_renewed_nor_reported
+    lease = nil
+    leased_job { |job| lease = job.lease }.perform_now("acme")
+    clock.advance(10.0)
+    other_store.acquire(resource: resource, owner: 999, ttl: 30.0)
+    LeaseMachines::ActiveJob.pool.with { lease.renew_if_due(_1) }
+
+    assert lease.finished?
+    assert_empty events_named(:renew)
+    assert_empty events_named(:lost), "the job ended and released its lease: nothing was lost"
+  end
 end

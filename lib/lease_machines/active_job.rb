@@ -66,7 +66,7 @@ module LeaseMachines
       # In a forked child: a renewer of its own, new store connections.
       def after_fork
         renewer.after_fork
-        pool.reset(close: false)
+        pool.after_fork
       end
     end
   end

@@ -36,6 +36,7 @@ module LeaseMachines
           yield
         ensure
           ActiveJob.renewer.unregister(lease)
+          lease.finish
           release(lease, configuration)
         end
       end

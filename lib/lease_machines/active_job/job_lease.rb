@@ -23,6 +23,7 @@ module LeaseMachines
         @lock = Thread::Mutex.new
         @reported = :held
         @reason = nil
+        @finished = false
       end
 
       # When the authority's lease runs out, on the store's clock, as of the last grant or renewal.
@@ -82,7 +83,7 @@ module LeaseMachines
       def renew_if_due(store)
         sent = @lock.synchronize do
           now = @clock.call
-          next unless @holder.renewal_due?(now: now)
+          next if @finished || !@holder.renewal_due?(now: now)
 
           now = @clock.call
           @holder.refresh(now: now)
@@ -105,8 +106,16 @@ module LeaseMachines
       # The Holder's next renewal instant, on the holders' clock; nil once lost.
       def next_renewal = @lock.synchronize { @holder.next_renewal }
 
-      # Emits at_risk or lost when the state moved there since last reported.
+      # The job ended: nothing more is renewed or reported (a renewal in flight when the lease was released is ignored,
+      # whatever the authority answered).
+      def finish = @lock.synchronize { @finished = true }
+
+      def finished? = @lock.synchronize { @finished }
+
+      # Emits at_risk or lost when the state moved there since last reported (nothing once finished).
       def observe
+        return if finished?
+
         now = state
         previous = @lock.synchronize { @reported.tap { @reported = now } }
         return if now == previous || now == :held
@@ -136,6 +145,8 @@ module LeaseMachines
       end
 
       def confirmed(decision, received)
+        return if finished?
+
         @lock.synchronize do
           if decision.renewed?
             @holder.confirm(token: decision.lease.token, at: received)

@@ -3,13 +3,14 @@
 module LeaseMachines
   module ActiveJob
     # Hands out the configured store to one request at a time. A Store given as is is one connection, shared behind
-    # a Mutex (Store allows one request at a time). A factory opens one Store per thread, and new ones in a forked
-    # child (a SQLite connection must not cross a fork).
+    # a Mutex (Store allows one request at a time), and only in the process that configured it. A factory opens one
+    # Store per thread (and one for the renewer), and new ones in a forked child: a SQLite connection must not cross
+    # a fork.
     class StorePool
       def initialize(configuration)
         @configuration = configuration
         @lock = Thread::Mutex.new
-        @pid = Process.pid
+        @pid = @configured_in = Process.pid
         @stores = {}
       end
 
@@ -17,27 +18,36 @@ module LeaseMachines
       def with(own: nil, &)
         source = @configuration.store or
           raise ArgumentError, "no lease store: set LeaseMachines::ActiveJob.store = LeaseMachines::Store.new(path)"
-        return @lock.synchronize { yield source } if source.is_a?(Store)
+        return yield store_for(own || Thread.current, source) unless source.is_a?(Store)
 
-        yield store_for(own || Thread.current, source)
+        if @configured_in != Process.pid
+          raise StoreError, "#{source.path}: this Store was opened before fork and its connection is the parent's; " \
+                            "set LeaseMachines::ActiveJob.store to a factory (-> { LeaseMachines::Store.new(path) })"
+        end
+        @lock.synchronize { yield source }
       end
 
-      # Forgets every store (after fork, in the child, or when the configuration changes), closing them unless
-      # +close+ is false (a child must not close its parent's connections).
-      def reset(close: true)
+      # Closes every store the factory opened: the configuration changes.
+      def reset
         stores = @lock.synchronize do
-          taken = @stores.values
+          @configured_in = @pid = Process.pid
+          @stores.values.tap { @stores = {} }
+        end
+        stores.each(&:close)
+      end
+
+      # In a forked child: forgets the parent's stores without closing them (they are the parent's connections).
+      def after_fork
+        @lock.synchronize do
           @stores = {}
           @pid = Process.pid
-          taken
         end
-        stores.each(&:close) if close
       end
 
       private
 
       def store_for(owner, factory)
-        reset(close: false) if @pid != Process.pid
+        after_fork if @pid != Process.pid
         @lock.synchronize do
           # A finished thread's connection is closed here, not left to the garbage collector.
           @stores.select { |thread, _| thread.is_a?(Thread) && !thread.alive? }.each do |thread, store|
