@@ -110,4 +110,20 @@ class ActiveJobFencedWriteTest < Minitest::Test
     ill_typed!
     writer_job { |job| assert_raises(ArgumentError) { job.lease.fenced } }.perform_now("acme")
   end
+
+  def test_the_block_gets_the_connection_and_whatever_leaves_it_rolls_the_write_and_the_mark_back
+    writer_job do |job|
+      assert_raises(IOError) do
+        job.lease.fenced do |connection|
+          connection.execute("INSERT INTO reports (body) VALUES ('partial')")
+          raise IOError, "disk full"
+        end
+      end
+    end.perform_now("acme")
+
+    assert_equal 0, Report.count
+    assert_nil other_store.fence_highest(resource: resource)
+    event = events_named(:fenced_write).fetch(0)
+    assert_equal [["IOError", "disk full"], nil], [event[:exception], event[:outcome]]
+  end
 end

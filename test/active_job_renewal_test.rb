@@ -76,7 +76,7 @@ class ActiveJobRenewalTest < Minitest::Test
     assert_equal({ during: "renewal", resource: resource, token: 1 }, @errors.first.last)
     assert_equal 2, events_named(:thread_error).size
     assert_equal [resource], events_named(:thread_error).map { _1[:resource] }.uniq
-    assert_equal [[:held, nil]], events_named(:at_risk).map { [_1[:previous], _1[:reason]] }
+    assert_equal [[:held, nil, 0.0]], events_named(:at_risk).map { [_1[:previous], _1[:reason], _1[:remaining]] }
     assert_equal [[:at_risk, :stale_token]], events_named(:lost).map { [_1[:previous], _1[:reason]] }
   end
 

@@ -29,7 +29,7 @@ module LeaseMachines
         lease = JobLease.new(job: job, resource: resource, lease: decision.lease, sent_at: sent,
                              cadence: declaration.cadence, clock: configuration.clock)
         job.instance_variable_set(:@lease_machines_lease, lease)
-        lease.instrument(:acquire, expires_at: lease.expires_at)
+        lease.instrument(:acquire, ttl: declaration.ttl, expires_at: lease.expires_at)
         begin
           ActiveJob.renewer.register(lease)
           prepare_fence(configuration)
@@ -50,7 +50,8 @@ module LeaseMachines
         action = declaration.on_conflict
         action = :raise if action == :retry && conflicts >= declaration.attempts
         Instrumentation.instrument(:conflict, job: job, resource: resource, owner: owner, token: nil, action: action,
-                                              conflicts: conflicts, attempts: declaration.attempts)
+                                              reason: decision.reason, conflicts: conflicts,
+                                              attempts: declaration.attempts)
         case action
         when :retry
           job.exception_executions[CONFLICTS] = conflicts + 1

@@ -7,7 +7,7 @@ module LeaseMachines
     # rest to the store's own Store#fenced on that connection's SQLite3::Database: under a savepoint, the fence's
     # high-water is raised as the first statement, then the block runs. A stale token raises Fenced and the whole
     # ActiveRecord transaction rolls back (jobs enqueued in it after commit included). The rule is the store's; this
-    # only finds the connection.
+    # only finds the connection, and yields it to the block.
     module FencedWrite
       # One Store per raw connection, opened outside any transaction (it sets the connection up: SQLite refuses some
       # of its PRAGMAs inside one).
@@ -21,7 +21,7 @@ module LeaseMachines
           store = prepare(connection)
           connection.transaction do
             connection.materialize_transactions
-            store.fenced(resource: resource, token: token) { yield }
+            store.fenced(resource: resource, token: token) { yield connection }
           end
         end
       end

@@ -56,22 +56,28 @@ module LeaseMachines
         self
       end
 
-      # Runs the block as a write protected by this lease's token, in a transaction on the fence record's database
-      # (joining one that is open): see FencedWrite. Raises LeaseLost without writing when the lease is known lost,
-      # LeaseMachines::Fenced when the fence refuses the token (the whole transaction rolled back).
+      # Runs the block (given the ActiveRecord connection) as a write protected by this lease's token, in a transaction
+      # on the fence record's database (joining one that is open): see FencedWrite. Raises LeaseLost without writing
+      # when the lease is known lost, LeaseMachines::Fenced when the fence refuses the token (the whole transaction
+      # rolled back). Instrumented as fenced_write around the write, with its +outcome+ (:written or :refused).
       def fenced(record: nil, &block)
         raise ArgumentError, "fenced needs a block: the write it protects" unless block
 
         check_not_lost!
-        result = FencedWrite.run(record || ActiveJob.configuration.fence_record!, resource: resource, token: token, &block)
-        instrument(:fenced_write, outcome: :written)
-        result
-      rescue Fenced => e
+        instrument(:fenced_write) do |payload|
+          result = FencedWrite.run(record || ActiveJob.configuration.fence_record!, resource: resource, token: token, &block)
+          payload[:outcome] = :written
+          result
+        rescue Fenced => e
+          payload[:outcome] = :refused
+          payload[:highest] = e.highest
+          raise
+        end
+      rescue Fenced
         @lock.synchronize do
           @holder.fence
           @reason = :fenced
         end
-        instrument(:fenced_write, outcome: :refused, highest: e.highest)
         observe
         raise
       end
@@ -120,7 +126,7 @@ module LeaseMachines
         previous = @lock.synchronize { @reported.tap { @reported = now } }
         return if now == previous || now == :held
 
-        instrument(now, previous: previous, reason: reason)
+        instrument(now, previous: previous, reason: reason, remaining: remaining)
       end
 
       # Gives the lease back through +store+ with owner and token: a stale release is refused by the authority and can

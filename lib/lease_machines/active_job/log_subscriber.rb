@@ -18,10 +18,10 @@ module LeaseMachines
       def lost(event) = warn { line(event, "lost (#{event.payload[:reason] || "unconfirmed"}); the job must stop writing") }
 
       def fenced_write(event)
-        if event.payload[:outcome] == :refused
-          warn { line(event, "fenced write refused: the fence has seen token #{event.payload[:highest]}") }
-        else
-          debug { line(event, "fenced write committed") }
+        case event.payload[:outcome]
+        when :refused then warn { line(event, "fenced write refused: the fence has seen token #{event.payload[:highest]}") }
+        when :written then debug { line(event, "fenced write committed (#{event.duration.round(1)} ms)") }
+        else warn { line(event, "fenced write rolled back: #{event.payload[:exception]&.join(": ")}") }
         end
       end
 
