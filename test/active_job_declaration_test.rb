@@ -38,8 +38,10 @@ class ActiveJobDeclarationTest < Minitest::Test
     refused(TypeError, /ttl: must be a Duration or Float seconds, got "30"/, key: key, ttl: "30")
     refused(ArgumentError, /ttl: must be positive/, key: key, ttl: -1.0)
     refused(ArgumentError, /renew_every/, key: key, ttl: 10.0, renew_every: 10.0) # the core's Cadence rule
-    refused(ArgumentError, /on_conflict: must be one of :retry, :discard, :raise, got :skip/, key: key, ttl: 30.0, on_conflict: :skip)
-    refused(ArgumentError, /wait: and attempts: apply to on_conflict: :retry only/, key: key, ttl: 30.0, on_conflict: :discard, wait: 1.0)
+    refused(ArgumentError, /on_conflict: must be one of :retry, :discard, :raise, got :skip/,
+            key: key, ttl: 30.0, on_conflict: :skip)
+    refused(ArgumentError, /wait: and attempts: apply to on_conflict: :retry only/,
+            key: key, ttl: 30.0, on_conflict: :discard, wait: 1.0)
     refused(TypeError, /attempts: must be an Integer/, key: key, ttl: 30.0, attempts: 2.5)
     refused(ArgumentError, /attempts: must be at least 1/, key: key, ttl: 30.0, attempts: 0)
     refused(ArgumentError, /unknown option ttl_seconds/, key: key, ttl: 30.0, ttl_seconds: 1)
@@ -67,13 +69,15 @@ class ActiveJobDeclarationTest < Minitest::Test
     assert_match(/has no id yet/, assert_raises(ArgumentError) { job.perform_now(Account.new) }.message)
     assert_match(/must be a record, String, Symbol, Integer/, assert_raises(TypeError) { job.perform_now(1.5) }.message)
     job.perform_now([Account.create!, :daily, 7])
-    assert_equal ["LeaseMachines::ActiveJobSupport::KeyedJob:Account/1,daily,7"], events_named(:acquire).map { _1[:resource] }
+    assert_equal ["LeaseMachines::ActiveJobSupport::KeyedJob:Account/1,daily,7"],
+                 events_named(:acquire).map { _1[:resource] }
   end
 
   def test_configuration_refuses_what_it_cannot_use
     ill_typed!
     config = LeaseMachines::ActiveJob.configuration
-    assert_match(/store must be a LeaseMachines::Store or a factory/, assert_raises(TypeError) { LeaseMachines::ActiveJob.store = "db.sqlite3" }.message)
+    error = assert_raises(TypeError) { LeaseMachines::ActiveJob.store = "db.sqlite3" }
+    assert_match(/store must be a LeaseMachines::Store or a factory/, error.message)
     assert_raises(TypeError) { LeaseMachines::ActiveJob.fence_record = Object }
     assert_raises(TypeError) { config.clock = 1.0 }
     assert_raises(TypeError) { config.executor = Object.new }

@@ -89,8 +89,10 @@ class ActiveJobFencedWriteTest < Minitest::Test
   end
 
   def test_fence_record_picks_the_database
-    other = Class.new(ActiveRecord::Base) { self.abstract_class = true }
-    LeaseMachines::ActiveJobSupport.const_set(:OtherRecord, other) unless LeaseMachines::ActiveJobSupport.const_defined?(:OtherRecord)
+    unless LeaseMachines::ActiveJobSupport.const_defined?(:OtherRecord)
+      abstract = Class.new(ActiveRecord::Base) { self.abstract_class = true }
+      LeaseMachines::ActiveJobSupport.const_set(:OtherRecord, abstract)
+    end
     other = LeaseMachines::ActiveJobSupport::OtherRecord
     elsewhere = File.join(scratch_dir("lm-other-db"), "other.sqlite3")
     other.establish_connection(adapter: "sqlite3", database: elsewhere)

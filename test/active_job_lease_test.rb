@@ -45,7 +45,9 @@ class ActiveJobLeaseTest < Minitest::Test
 
   def test_the_body_sees_a_held_lease_that_is_released_when_the_job_ends
     states = []
-    report_job { |job| states << [job.lease.state, job.lease.held?, job.lease.remaining, job.lease.expires_at] }.perform_now("acme")
+    report_job do |job|
+      states << [job.lease.state, job.lease.held?, job.lease.remaining, job.lease.expires_at]
+    end.perform_now("acme")
 
     lease = @seen.fetch(0)
     assert_equal [[:held, true, 20.0, 1_030.0]], states

@@ -12,7 +12,8 @@ class ActiveJobNotificationsTest < Minitest::Test
     super
     @log = StringIO.new
     @logger = ActiveJob::Base.logger
-    ActiveJob::Base.logger = Logger.new(@log, level: :info, formatter: ->(severity, _, _, line) { "#{severity} #{line}\n" })
+    formatter = ->(severity, _, _, line) { "#{severity} #{line}\n" }
+    ActiveJob::Base.logger = Logger.new(@log, level: :info, formatter: formatter)
   end
 
   def teardown

@@ -54,25 +54,33 @@ module LeaseMachines
       end
 
       def executor=(executor)
-        raise TypeError, "executor must respond to wrap, got #{Store.shown(executor)}" unless executor.nil? || executor.respond_to?(:wrap)
+        unless executor.nil? || executor.respond_to?(:wrap)
+          raise TypeError, "executor must respond to wrap, got #{Store.shown(executor)}"
+        end
 
         @executor = executor
       end
 
       def error_handler=(handler)
-        raise TypeError, "error_handler must respond to call, got #{Store.shown(handler)}" unless handler.respond_to?(:call)
+        unless handler.respond_to?(:call)
+          raise TypeError, "error_handler must respond to call, got #{Store.shown(handler)}"
+        end
 
         @error_handler = handler
       end
 
       def renewal=(renewal)
-        raise ArgumentError, "renewal must be :background or :manual, got #{Store.shown(renewal)}" unless RENEWALS.include?(renewal)
+        unless RENEWALS.include?(renewal)
+          raise ArgumentError, "renewal must be :background or :manual, got #{Store.shown(renewal)}"
+        end
 
         @renewal = renewal
       end
 
       def jitter=(jitter)
-        raise TypeError, "jitter must be Float, got #{Store.shown(jitter)}" unless jitter.is_a?(Float) || jitter.is_a?(Integer)
+        unless jitter.is_a?(Float) || jitter.is_a?(Integer)
+          raise TypeError, "jitter must be Float, got #{Store.shown(jitter)}"
+        end
         raise ArgumentError, "jitter must be in 0...1, got #{jitter}" unless jitter >= 0 && jitter < 1
 
         @jitter = jitter.to_f

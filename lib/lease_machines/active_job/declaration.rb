@@ -14,9 +14,13 @@ module LeaseMachines
       # Raises ArgumentError or TypeError, saying which option is wrong and why.
       def initialize(job_class, **options)
         unknown = options.keys - OPTIONS
-        raise ArgumentError, "holds_lease: unknown option#{"s" if unknown.size > 1} #{unknown.join(", ")}" if unknown.any?
+        if unknown.any?
+          raise ArgumentError, "holds_lease: unknown option#{"s" if unknown.size > 1} #{unknown.join(", ")}"
+        end
 
-        @key = key_proc(options.fetch(:key) { raise ArgumentError, "holds_lease: key: is required (a proc of the job's arguments)" })
+        @key = key_proc(options.fetch(:key) do
+          raise ArgumentError, "holds_lease: key: is required (a proc of the job's arguments)"
+        end)
         @group = group_name(options.fetch(:group, job_class.name), job_class)
         ttl = seconds(:ttl, options.fetch(:ttl) { raise ArgumentError, "holds_lease: ttl: is required" })
         renew_every = seconds(:renew_every, options.fetch(:renew_every, ttl / 3.0))
@@ -24,7 +28,8 @@ module LeaseMachines
         @cadence = Cadence.new(ttl: ttl, renew_every: renew_every, warn_before: warn_before)
         @on_conflict = conflict_action(options.fetch(:on_conflict, :retry))
         if @on_conflict != :retry && (options.key?(:wait) || options.key?(:attempts))
-          raise ArgumentError, "holds_lease: wait: and attempts: apply to on_conflict: :retry only, not :#{@on_conflict}"
+          raise ArgumentError,
+                "holds_lease: wait: and attempts: apply to on_conflict: :retry only, not :#{@on_conflict}"
         end
         @wait = seconds(:wait, options.fetch(:wait, renew_every))
         @attempts = count(:attempts, options.fetch(:attempts, 10))
@@ -36,14 +41,18 @@ module LeaseMachines
       private
 
       def key_proc(key)
-        raise TypeError, "holds_lease: key: must be a Proc or lambda of the job's arguments, got #{Store.shown(key)}" unless key.respond_to?(:call)
+        return key if key.respond_to?(:call)
 
-        key
+        raise TypeError, "holds_lease: key: must be a Proc or lambda of the job's arguments, got #{Store.shown(key)}"
       end
 
       def group_name(group, job_class)
-        raise ArgumentError, "holds_lease: group: is required for an anonymous job class (#{job_class.inspect})" if group.nil?
-        raise TypeError, "holds_lease: group: must be a String or Symbol, got #{Store.shown(group)}" unless group.is_a?(String) || group.is_a?(Symbol)
+        if group.nil?
+          raise ArgumentError, "holds_lease: group: is required for an anonymous job class (#{job_class.inspect})"
+        end
+        unless group.is_a?(String) || group.is_a?(Symbol)
+          raise TypeError, "holds_lease: group: must be a String or Symbol, got #{Store.shown(group)}"
+        end
         raise ArgumentError, "holds_lease: group: is empty" if group.empty?
 
         group.to_s
@@ -52,8 +61,12 @@ module LeaseMachines
       # An ActiveSupport::Duration (30.seconds) or a number of seconds, as Float seconds.
       def seconds(name, value)
         value = value.to_f if defined?(ActiveSupport::Duration) && value.is_a?(ActiveSupport::Duration)
-        raise TypeError, "holds_lease: #{name}: must be a Duration or Float seconds, got #{Store.shown(value)}" unless value.is_a?(Integer) || value.is_a?(Float)
-        raise ArgumentError, "holds_lease: #{name}: must be positive and finite, got #{value}" unless value.positive? && value.to_f.finite?
+        unless value.is_a?(Integer) || value.is_a?(Float)
+          raise TypeError, "holds_lease: #{name}: must be a Duration or Float seconds, got #{Store.shown(value)}"
+        end
+        unless value.positive? && value.to_f.finite?
+          raise ArgumentError, "holds_lease: #{name}: must be positive and finite, got #{value}"
+        end
 
         value.to_f
       end
@@ -61,11 +74,14 @@ module LeaseMachines
       def conflict_action(action)
         return action if CONFLICT_ACTIONS.include?(action)
 
-        raise ArgumentError, "holds_lease: on_conflict: must be one of :#{CONFLICT_ACTIONS.join(", :")}, got #{Store.shown(action)}"
+        raise ArgumentError,
+              "holds_lease: on_conflict: must be one of :#{CONFLICT_ACTIONS.join(", :")}, got #{Store.shown(action)}"
       end
 
       def count(name, value)
-        raise TypeError, "holds_lease: #{name}: must be an Integer, got #{Store.shown(value)}" unless value.is_a?(Integer)
+        unless value.is_a?(Integer)
+          raise TypeError, "holds_lease: #{name}: must be an Integer, got #{Store.shown(value)}"
+        end
         raise ArgumentError, "holds_lease: #{name}: must be at least 1, got #{value}" unless value >= 1
 
         value

@@ -65,7 +65,8 @@ module LeaseMachines
 
         check_not_lost!
         instrument(:fenced_write) do |payload|
-          result = FencedWrite.run(record || ActiveJob.configuration.fence_record!, resource: resource, token: token, &block)
+          result = FencedWrite.run(record || ActiveJob.configuration.fence_record!, resource: resource, token: token,
+                                   &block)
           payload[:outcome] = :written
           result
         rescue Fenced => e
@@ -162,7 +163,9 @@ module LeaseMachines
             @reason = decision.reason
           end
         end
-        instrument(:renew, status: decision.status, reason: decision.reason, expires_at: expires_at) if decision.renewed?
+        if decision.renewed?
+          instrument(:renew, status: decision.status, reason: decision.reason, expires_at: expires_at)
+        end
         observe
       end
 

@@ -9,19 +9,30 @@ module LeaseMachines
     class LogSubscriber < ActiveSupport::LogSubscriber
       def acquire(event) = info { line(event, "acquired, expires at #{event.payload[:expires_at]}") }
 
-      def conflict(event) = warn { line(event, "held by another owner; #{event.payload[:action]} (#{event.payload[:conflicts]} of #{event.payload[:attempts]} retries spent)") }
+      def conflict(event)
+        payload = event.payload
+        warn do
+          line(event, "held by another owner; #{payload[:action]} " \
+                      "(#{payload[:conflicts]} of #{payload[:attempts]} retries spent)")
+        end
+      end
 
       def renew(event) = debug { line(event, "renewed, expires at #{event.payload[:expires_at]}") }
 
       def at_risk(event) = warn { line(event, "at risk: unconfirmed past the warning deadline") }
 
-      def lost(event) = warn { line(event, "lost (#{event.payload[:reason] || "unconfirmed"}); the job must stop writing") }
+      def lost(event)
+        warn { line(event, "lost (#{event.payload[:reason] || "unconfirmed"}); the job must stop writing") }
+      end
 
       def fenced_write(event)
         case event.payload[:outcome]
-        when :refused then warn { line(event, "fenced write refused: the fence has seen token #{event.payload[:highest]}") }
-        when :written then debug { line(event, "fenced write committed (#{event.duration.round(1)} ms)") }
-        else warn { line(event, "fenced write rolled back: #{event.payload[:exception]&.join(": ")}") }
+        when :refused
+          warn { line(event, "fenced write refused: the fence has seen token #{event.payload[:highest]}") }
+        when :written
+          debug { line(event, "fenced write committed (#{event.duration.round(1)} ms)") }
+        else
+          warn { line(event, "fenced write rolled back: #{event.payload[:exception]&.join(": ")}") }
         end
       end
 

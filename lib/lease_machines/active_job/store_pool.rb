@@ -54,13 +54,14 @@ module LeaseMachines
             @stores.delete(thread)
             store.close
           end
-          @stores[owner] ||= begin
-            store = factory.call
-            raise TypeError, "the store factory returned #{Store.shown(store)}, not a LeaseMachines::Store" unless store.is_a?(Store)
-
-            store
-          end
+          @stores[owner] ||= opened(factory.call)
         end
+      end
+
+      def opened(store)
+        return store if store.is_a?(Store)
+
+        raise TypeError, "the store factory returned #{Store.shown(store)}, not a LeaseMachines::Store"
       end
     end
   end
