@@ -89,7 +89,8 @@ module LeaseMachines
 
       ActiveSupport::Notifications.unsubscribe(@subscription)
       LeaseMachines::ActiveJob.renewer.stop
-      LeaseMachines::ActiveJob.store = nil
+      LeaseMachines::ActiveJob.store = nil # closes the stores the factory opened
+      @other_store&.close
       ActiveRecord::Base.connection_handler.clear_all_connections!
       ActiveRecord::Base.remove_connection
       super
