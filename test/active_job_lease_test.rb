@@ -68,6 +68,22 @@ class ActiveJobLeaseTest < Minitest::Test
     assert_nil other_store.checkpoint(resource: @seen.fetch(0).resource).lease
   end
 
+  def test_the_lease_is_released_when_a_subscriber_of_acquire_raises
+    failing = ActiveSupport::Notifications.subscribe("acquire.lease_machines") { raise KeyError, "subscriber broke" }
+    job = report_job
+    begin
+      assert_raises(KeyError) { job.perform_now("acme") }
+    ensure
+      ActiveSupport::Notifications.unsubscribe(failing)
+    end
+
+    resource = "LeaseMachines::ActiveJobSupport::ReportJob:acme"
+    assert_empty @seen, "the body never ran"
+    assert_equal [[:released, 1]], events_named(:release).map { [_1[:status], _1[:token]] }
+    assert_nil other_store.checkpoint(resource: resource).lease
+    assert other_store.acquire(resource: resource, owner: 999, ttl: 30.0).granted?, "the key is free at once"
+  end
+
   def test_renewal_confirms_the_lease_and_pushes_its_expiry
     report_job do
       clock.advance(10.0)

@@ -26,11 +26,13 @@ module LeaseMachines
         end
         return conflict(job, declaration, resource, owner, decision) unless decision.granted?
 
+        # Everything after the grant runs inside the begin whose ensure releases the lease: a raise there (a subscriber
+        # of +acquire+, say) would otherwise leave the key blocked for the whole TTL.
         lease = JobLease.new(job: job, resource: resource, lease: decision.lease, sent_at: sent,
                              cadence: declaration.cadence, clock: configuration.clock)
-        job.instance_variable_set(:@lease_machines_lease, lease)
-        lease.instrument(:acquire, ttl: declaration.ttl, expires_at: lease.expires_at)
         begin
+          job.instance_variable_set(:@lease_machines_lease, lease)
+          lease.instrument(:acquire, ttl: declaration.ttl, expires_at: lease.expires_at)
           ActiveJob.renewer.register(lease)
           prepare_fence(configuration)
           yield
@@ -62,7 +64,9 @@ module LeaseMachines
       end
 
       # The fence's store on the job's connection, opened before the job's own transactions (when ActiveRecord is
-      # connected: jobs without a database have nothing to fence).
+      # connected: jobs without a database have nothing to fence). The connection is leased to the job's thread, so
+      # that the job's own transactions, and the fenced writes that join them, run on the connection prepared here
+      # rather than on another one of the pool (ActiveRecord or Rails' executor returns it when the job is done).
       def prepare_fence(configuration)
         record = configuration.fence_record || (defined?(::ActiveRecord::Base) && ::ActiveRecord::Base)
         return unless record
@@ -72,7 +76,8 @@ module LeaseMachines
         rescue ::ActiveRecord::ConnectionNotEstablished
           return
         end
-        record.with_connection { FencedWrite.prepare(_1) unless _1.transaction_open? }
+        connection = record.lease_connection
+        FencedWrite.prepare(connection) unless connection.transaction_open?
       end
 
       # A failed release is reported, never raised over the job's own outcome: the lease then runs out after its TTL.
