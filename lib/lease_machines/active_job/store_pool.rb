@@ -49,12 +49,20 @@ module LeaseMachines
       def store_for(owner, factory)
         after_fork if @pid != Process.pid
         @lock.synchronize do
-          # A finished thread's connection is closed here, not left to the garbage collector.
-          @stores.select { |thread, _| thread.is_a?(Thread) && !thread.alive? }.each do |thread, store|
-            @stores.delete(thread)
-            store.close
+          @stores.fetch(owner) do
+            close_finished # only when a store is opened: a request on a thread's own store allocates nothing here
+            @stores[owner] = opened(factory.call)
           end
-          @stores[owner] ||= opened(factory.call)
+        end
+      end
+
+      # A finished thread's connection is closed here, not left to the garbage collector.
+      def close_finished
+        @stores.delete_if do |thread, store|
+          next false unless thread.is_a?(Thread) && !thread.alive?
+
+          store.close
+          true
         end
       end
 
