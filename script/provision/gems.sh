@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # The gems the build and the suite need, for one provisioned CRuby, without rubygems.org: pure-Ruby gems from
 # Debian's arch:all packages repacked as .gem files (script/provision/deb2gem.rb), gems with C extensions built from
-# Debian's source packages, then `bundle install --local` against the committed Gemfile.lock. Ruby's bundled gems
-# (minitest, rake, rbs, test-unit) come with Ruby. Sourced by script/provision/debian.
+# Debian's source packages, the pure-Ruby gems that need those, then `bundle install --local` against the committed
+# Gemfile.lock. Ruby's bundled gems (minitest, racc, rake, rbs, test-unit) come with Ruby. Sourced by
+# script/provision/debian.
 
 # Pure-Ruby gems from Debian's archive (arch:all binary packages), in dependency order.
 DEBIAN_GEMS=(ruby-rake-compiler-dock ruby-rb-sys rake-compiler ruby-benchmark-ips ruby-progressbar ruby-mini-portile2
@@ -12,29 +13,62 @@ DEBIAN_GEMS=(ruby-rake-compiler-dock ruby-rb-sys rake-compiler ruby-benchmark-ip
   ruby-concurrent ruby-i18n ruby-tzinfo ruby-connection-pool ruby-activesupport ruby-globalid ruby-activemodel
   ruby-activerecord ruby-activejob)
 
+# Pure-Ruby gems installed after DEBIAN_SOURCE_GEMS, because they need one of those, in dependency order: Rails'
+# railties 7.2 for the Railtie, the install generator and the dummy app of lease_machines/active_job (development
+# only), with the ActionPack and ActionView it loads (`require "rails"` loads action_dispatch/railtie); loofah,
+# rails-html-sanitizer, rails-dom-testing, actionview, actionpack and railties need nokogiri. Their other
+# dependencies (base64, cgi, irb, minitest, racc, rake, tsort) are default or bundled gems of CRuby 3.3 and 3.4.
+DEBIAN_GEMS_AFTER_SOURCE_GEMS=(ruby-method-source ruby-thor ruby-zeitwerk ruby-rack ruby-rackup ruby-rack-session
+  ruby-rack-test ruby-useragent ruby-builder ruby-erubi ruby-crass ruby-loofah ruby-rails-html-sanitizer
+  ruby-rails-dom-testing ruby-actionview ruby-actionpack ruby-railties)
+
 # What those gems need on the host, as Debian 12 packages: tzinfo reads the zone files of tzdata (Debian's
-# ruby-tzinfo depends on it), which a minimal Debian 12 image may not have.
-GEM_HOST_PACKAGES=(tzdata)
+# ruby-tzinfo depends on it), which a minimal Debian 12 image may not have; nokogiri is built against Debian 12's
+# own libxml2 and libxslt (found with pkg-config), which need zlib.
+GEM_HOST_PACKAGES=(tzdata libxml2-dev libxslt1-dev zlib1g-dev pkg-config)
 
-# Gems with C extensions, built from Debian's source packages: "source-package gem-name [-- build options]".
-DEBIAN_SOURCE_GEMS=("ruby-sqlite3 sqlite3 -- --enable-system-libraries")
+# Gems with C extensions, built from Debian's source packages against Debian 12's libraries: "source-package
+# gem-name [-- build options]". nokogiri (for railties' rails-html-sanitizer and rails-dom-testing, see
+# DEBIAN_GEMS_AFTER_SOURCE_GEMS; development only) needs mini_portile2 (DEBIAN_GEMS) for its bundled gumbo
+# parser and racc (a bundled gem).
+DEBIAN_SOURCE_GEMS=("ruby-sqlite3 sqlite3 -- --enable-system-libraries"
+  "ruby-nokogiri nokogiri -- --use-system-libraries")
 
-# install_debian_gems MINOR
+# gem_version DEBIAN_VERSION: the gem version of a Debian package version, without its epoch, its Debian revision
+# and the suffix of a repacked upstream tarball (2:7.2.4+dfsg-2 -> 7.2.4, 1.19.4+dfsg-1 -> 1.19.4).
+gem_version() { sed 's/^[0-9]*://; s/-[^-]*$//; s/[+~]\(dfsg\|ds\)[0-9]*$//' <<<"$1"; }
+
+# install_debian_gems MINOR PACKAGE...: those Debian packages' gems, in that order.
 install_debian_gems() {
   local minor="$1" ruby gem_cmd debs="$LM_CACHE/debs" gems="$LM_CACHE/gems"
+  shift
   ruby="$(lm_ruby_bin "$minor")"
   gem_cmd=("$(dirname "$ruby")/gem")
   mkdir -p "$debs" "$gems"
-  for pkg in "${DEBIAN_GEMS[@]}"; do
+  # "PACKAGE VERSION" for every version of those packages the index lists, from one look at it (each look reads all
+  # of sid's index: about 2 seconds). apt-cache fails when one of them is missing; the loop says which.
+  local index
+  index="$(apt_private_cache show "$@" 2>/dev/null |
+    awk '/^Package: / { name = $2 } /^Version: / { print name, $2 }' || true)"
+  for pkg in "$@"; do
     local version deb gem_name gem_version
-    version="$(apt_private_cache show "$pkg" 2>/dev/null | sed -n 's/^Version: //p' | sort -urV | head -n1)"
+    version="$(awk -v pkg="$pkg" '$1 == pkg { print $2 }' <<<"$index" | sort -urV | head -n1)"
     [ -n "$version" ] || { echo "provision: Debian has no package $pkg" >&2; exit 1; }
     # apt-get download names the file after the version, an epoch's colon written as %3a (ruby-activesupport's 2:).
     deb="$debs/${pkg}_${version//:/%3a}_all.deb"
     [ -f "$deb" ] || (cd "$debs" && apt_private download "$pkg=$version" >/dev/null)
-    local built
-    built="$("$ruby" "$LM_PROVISION/deb2gem.rb" "$deb" "$gems")"
-    for gem_file in $built; do
+    # The .deb is repacked once for every CRuby: $built lists the .gem files deb2gem.rb wrote from it, and is used
+    # while it is newer than the .deb and deb2gem.rb and every file it lists is there.
+    local built="$gems/${deb##*/}.gems" gem_file fresh=false
+    if [ "$built" -nt "$deb" ] && [ "$built" -nt "$LM_PROVISION/deb2gem.rb" ]; then
+      fresh=true
+      while read -r gem_file; do [ -f "$gem_file" ] || fresh=false; done <"$built"
+    fi
+    if ! $fresh; then
+      "$ruby" "$LM_PROVISION/deb2gem.rb" "$deb" "$gems" >"$built.new"
+      mv "$built.new" "$built"
+    fi
+    for gem_file in $(cat "$built"); do
       gem_name="$(basename "$gem_file" .gem)"
       gem_version="${gem_name##*-}"
       gem_name="${gem_name%-*}"
@@ -56,13 +90,13 @@ install_debian_source_gems() {
     [[ "$entry" == *" -- "* ]] && read -r -a build_args <<<"${entry#* -- }"
     local found tarball listed installed
     # Already built from one of the versions the index lists: nothing to download.
-    listed="$(apt_private_cache showsrc "$package" | sed -n 's/^Version: //p' | sed 's/^[0-9]*://; s/-[^-]*$//' | sort -u)"
+    listed="$(apt_private_cache showsrc "$package" | sed -n 's/^Version: //p' |
+      while read -r v; do gem_version "$v"; done | sort -u)"
     installed="$("${gem_cmd[@]}" list -e "$gem_name" 2>/dev/null | sed -n 's/^[^ ]* (\(.*\))$/\1/p' | tr -d ' ' | tr ',' '\n' | sed 's/^default://')"
     if [ -n "$installed" ] && grep -qxF -f <(printf '%s\n' "$installed") <(printf '%s\n' "$listed"); then continue; fi
     found="$(fetch_source "$package" "$LM_CACHE/src/$package")"
     read -r version tarball <<<"$found"
-    upstream="${version#*:}"
-    upstream="${upstream%-*}"
+    upstream="$(gem_version "$version")"
     if "${gem_cmd[@]}" list -i "^${gem_name}\$" -v "$upstream" >/dev/null; then continue; fi
     say "Ruby $minor: building $gem_name $upstream from Debian's $package source package"
     tree="$LM_CACHE/src/$package/tree-$version"
