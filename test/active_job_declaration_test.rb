@@ -30,6 +30,28 @@ class ActiveJobDeclarationTest < Minitest::Test
     assert_equal [30.0, 10.0, 60.0], [declaration.ttl, declaration.cadence.renew_every, declaration.wait]
   end
 
+  def test_a_default_ttl_stands_in_for_a_missing_ttl_and_is_checked_when_set
+    configuration = LeaseMachines::ActiveJob.configuration
+    configuration.default_ttl = 1.minute
+    assert_equal 60.0, configuration.default_ttl
+    assert_equal LeaseMachines::Cadence.new(ttl: 60.0, renew_every: 20.0, warn_before: 20.0),
+                 declare(key: ->(key) { key }).cadence
+    assert_equal 5.0, declare(key: ->(key) { key }, ttl: 5).ttl, "a ttl: of the job's own wins"
+
+    error = assert_raises(TypeError) { configuration.default_ttl = "30" }
+    assert_equal 'default_ttl must be a Duration or Float seconds, got "30"', error.message
+    error = assert_raises(ArgumentError) { configuration.default_ttl = 0 }
+    assert_equal "default_ttl must be positive and finite, got 0", error.message
+    assert_raises(ArgumentError) { configuration.default_ttl = Float::INFINITY }
+    assert_equal 60.0, configuration.default_ttl, "a refused value changes nothing"
+
+    configuration.default_ttl = nil
+    refused(ArgumentError, /holds_lease: ttl: is required \(or a default_ttl in the configuration\)/,
+            key: ->(key) { key })
+  ensure
+    LeaseMachines::ActiveJob.configuration.default_ttl = nil
+  end
+
   def test_malformed_options_say_what_was_wrong
     key = ->(k) { k }
     refused(ArgumentError, /key: is required/, ttl: 30.0)

@@ -14,12 +14,14 @@ module LeaseMachines
     # - +error_handler+: called with (error, context) for the renewer's errors when Rails.error is not there.
     # - +renewal+: :background (a renewer thread per process) or :manual (Renewer#renew_due is called by hand).
     # - +jitter+: the fraction of renew_every the renewer's sleep varies by (0.1).
+    # - +default_ttl+: the TTL of a +holds_lease+ that names none, Float seconds (a Duration is converted); nil (the
+    #   default) makes +ttl:+ required. Read when the job class declares its lease.
     class Configuration
       MONOTONIC = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }
       WARN = ->(error, context) { warn("lease_machines: #{context[:during]}: #{error.class}: #{error.message}") }
       RENEWALS = %i[background manual].freeze
 
-      attr_reader :store, :fence_record, :clock, :executor, :error_handler, :renewal, :jitter
+      attr_reader :store, :fence_record, :clock, :executor, :error_handler, :renewal, :jitter, :default_ttl
 
       def initialize
         @store = nil
@@ -29,6 +31,7 @@ module LeaseMachines
         @error_handler = WARN
         @renewal = :background
         @jitter = 0.1
+        @default_ttl = nil
       end
 
       def store=(store)
@@ -84,6 +87,18 @@ module LeaseMachines
         raise ArgumentError, "jitter must be in 0...1, got #{jitter}" unless jitter >= 0 && jitter < 1
 
         @jitter = jitter.to_f
+      end
+
+      def default_ttl=(ttl)
+        ttl = ttl.to_f if defined?(ActiveSupport::Duration) && ttl.is_a?(ActiveSupport::Duration)
+        unless ttl.nil? || ttl.is_a?(Float) || ttl.is_a?(Integer)
+          raise TypeError, "default_ttl must be a Duration or Float seconds, got #{Store.shown(ttl)}"
+        end
+        unless ttl.nil? || (ttl.positive? && ttl.to_f.finite?)
+          raise ArgumentError, "default_ttl must be positive and finite, got #{ttl}"
+        end
+
+        @default_ttl = ttl&.to_f
       end
 
       # The fence record in use: the configured one, else ActiveRecord::Base.

@@ -22,7 +22,10 @@ module LeaseMachines
           raise ArgumentError, "holds_lease: key: is required (a proc of the job's arguments)"
         end)
         @group = group_name(options.fetch(:group, job_class.name), job_class)
-        ttl = seconds(:ttl, options.fetch(:ttl) { raise ArgumentError, "holds_lease: ttl: is required" })
+        ttl = seconds(:ttl, options.fetch(:ttl) do
+          ActiveJob.configuration.default_ttl or
+            raise ArgumentError, "holds_lease: ttl: is required (or a default_ttl in the configuration)"
+        end)
         renew_every = seconds(:renew_every, options.fetch(:renew_every, ttl / 3.0))
         warn_before = seconds(:warn_before, options.fetch(:warn_before, renew_every))
         @cadence = Cadence.new(ttl: ttl, renew_every: renew_every, warn_before: warn_before)
