@@ -49,3 +49,7 @@ require_relative "lease_machines/table"
 require_relative "lease_machines/fence_guard"
 require_relative "lease_machines/election"
 require_relative "lease_machines/simulation"
+
+# In a Rails application (Rails is loaded before the application's gems), the Railtie: holds_lease on every job class
+# and config.lease_machines.
+require_relative "lease_machines/railtie" if defined?(::Rails::Railtie)

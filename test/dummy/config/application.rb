@@ -1,0 +1,23 @@
+# frozen_string_literal: true
+
+# The tiny application the Railtie and the install generator are tested in: ActiveRecord and ActiveJob on SQLite,
+# lease_machines loaded the way Bundler.require loads it (after Rails).
+require_relative "boot"
+require "rails"
+require "active_record/railtie"
+require "active_job/railtie"
+require "lease_machines"
+
+module Dummy
+  class Application < Rails::Application
+    config.load_defaults 7.2
+    config.root = File.expand_path("..", __dir__)
+    config.eager_load = false
+    config.logger = Logger.new(File::NULL)
+    config.active_job.queue_adapter = :test
+    config.secret_key_base = "dummy-app-of-lease-machines"
+    config.lease_machines.default_ttl = 30.seconds
+    # The test of a misspelt option sets it (a boot must fail, naming it).
+    config.lease_machines.renew_evry = 5 if ENV["DUMMY_MISSPELT_OPTION"]
+  end
+end

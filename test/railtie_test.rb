@@ -1,0 +1,90 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "fileutils"
+require "json"
+require "open3"
+
+# The Railtie and the install generator, in a tiny Rails application (test/dummy, copied for each test): the
+# generator writes the migration of the lease store's tables, db:migrate creates them in the application's own
+# database, and a job that declares holds_lease without an include (and without ttl:, from
+# config.lease_machines.default_ttl) runs with its write fenced, its lease taken in the application's database.
+class RailtieTest < Minitest::Test
+  DUMMY = File.expand_path("dummy", __dir__)
+  RUBY = File.expand_path("../bin/ruby", __dir__)
+
+  def setup
+    plain_suite_only!("boots a Rails application in child processes")
+    checkout_only!("runs this checkout's dummy application")
+    requires_sqlite3!
+    begin
+      Gem::Specification.find_by_name("railties", "~> 7.2")
+    rescue Gem::MissingSpecError
+      skip "railties 7.2 is not installed for this Ruby"
+    end
+    @app = File.join(scratch_dir("lm-dummy-app"), "dummy")
+    FileUtils.cp_r(DUMMY, @app)
+  end
+
+  def test_the_generator_writes_the_migration_and_a_job_holds_its_lease_in_the_application_database
+    output = rails("generate", "lease_machines:install")
+    assert_match(%r{create\s+db/migrate/\d{14}_create_lease_machines_tables\.rb}, output)
+    assert_match(%r{create\s+config/initializers/lease_machines\.rb}, output)
+    migration = File.read(Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")].fetch(0))
+    assert_match(/^class CreateLeaseMachinesTables < ActiveRecord::Migration\[7\.2\]$/, migration)
+    assert_includes migration, "CREATE TABLE IF NOT EXISTS lease_machines_leases ("
+    assert_includes migration, "CREATE TABLE IF NOT EXISTS lease_machines_fences ("
+
+    rails("db:migrate")
+    tables = sqlite("SELECT name, sql FROM sqlite_master WHERE name LIKE 'lease_machines_%' ORDER BY name")
+    assert_equal %w[lease_machines_fences lease_machines_leases], tables.map(&:first)
+    assert tables.all? { |_, sql| sql.rstrip.end_with?(") STRICT") }, "the migration keeps the store's STRICT tables"
+
+    facts = JSON.parse(rails("runner", "script/nightly_report.rb").lines.last)
+    assert_equal true, facts["included"], "the Railtie includes LeaseMachines::ActiveJob in ActiveJob::Base"
+    assert_equal 30.0, facts["default_ttl"]
+    assert_equal 30.0, facts["ttl"], "holds_lease without ttl: takes config.lease_machines.default_ttl"
+    assert_equal true, facts["executor"], "the renewer runs in the application's executor"
+    assert_equal [[1, "totals for Acme"]], facts["report"]
+    resource = "NightlyReportJob:Account/1"
+    assert_equal [[resource, nil, nil]], facts["leases"], "the lease was taken, then released, in the app's database"
+    assert_equal [[resource, 1]], facts["fences"], "the write went through the fence, with token 1"
+    assert_equal ["released"], facts["released"]
+
+    rails("db:rollback")
+    assert_empty sqlite("SELECT name FROM sqlite_master WHERE name LIKE 'lease_machines_%'")
+  end
+
+  def test_the_generator_refuses_a_database_the_store_does_not_run_on
+    output, status = rails_status("generate", "lease_machines:install", env: { "DUMMY_ADAPTER" => "postgresql" })
+    assert_match(/lease_machines:install: the lease store runs on SQLite in this release; primary is postgresql/,
+                 output)
+    refute status.success?, output
+    assert_empty Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")]
+  end
+
+  def test_a_misspelt_option_stops_the_boot_naming_it
+    output, status = rails_status("runner", "NightlyReportJob", env: { "DUMMY_MISSPELT_OPTION" => "1" })
+    refute status.success?
+    assert_match(/config\.lease_machines: unknown option renew_evry \(ArgumentError\)/, output)
+  end
+
+  private
+
+  def rails(*args, env: {})
+    output, status = rails_status(*args, env: env)
+    assert status.success?, "bin/rails #{args.join(" ")}:\n#{output}"
+    output
+  end
+
+  def rails_status(*args, env: {})
+    Open3.capture2e({ "RAILS_ENV" => "test" }.merge(env), RUBY, "bin/rails", *args, chdir: @app)
+  end
+
+  def sqlite(sql)
+    database = SQLite3::Database.new(File.join(@app, "db/test.sqlite3"))
+    database.execute(sql)
+  ensure
+    database&.close
+  end
+end
