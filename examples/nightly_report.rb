@@ -1,0 +1,218 @@
+# frozen_string_literal: true
+
+# The nightly report, with real Rails jobs. N worker processes each perform NightlyReportJob for the same account
+# through ActiveJob (the :async adapter: real threads, retries scheduled) on one SQLite database, where the
+# application's tables and the lease store's live side by side. The job declares
+#
+#   holds_lease key: ->(account, _worker) { account }, on_conflict: :retry, ...
+#
+# so one copy runs at a time and the others retry. Worker 7's job stalls mid-report: its process stops itself with
+# SIGSTOP (a stop-the-world pause; the renewer thread stops with it) right after the lease said it was held, and the
+# parent resumes it with SIGCONT after longer than the TTL. Meanwhile the lease ran out and a successor took over and
+# wrote. Worker 7, unaware, writes its next line with its old token: the fence refuses it, the transaction rolls
+# back, and the job sees LeaseMachines::LeaseLost.
+#
+# The run prints a timeline and a verdict read back from the database, and exits 1 if a stale write landed or two
+# jobs' lines interleaved.
+require "optparse"
+require "tmpdir"
+require "active_record"
+require "global_id"
+require "lease_machines/active_job"
+
+options = { workers: 3, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true }
+OptionParser.new do |parser|
+  parser.banner = "Usage: bin/nightly-report [options]"
+  parser.separator ""
+  parser.separator "Worker processes perform NightlyReportJob (holds_lease) for one account through ActiveJob;"
+  parser.separator "worker 7's job stalls (SIGSTOP) longer than its TTL and its late write meets the fence."
+  parser.separator ""
+  parser.on("--workers N", Integer, "worker processes (2..8, default 3)") { |n| options[:workers] = n }
+  parser.on("--ttl SECONDS", Float, "the lease's TTL (default 1.0)") { |s| options[:ttl] = s }
+  parser.on("--pause SECONDS", Float, "how long worker 7 stalls (default 2.5 x TTL)") { |s| options[:pause] = s }
+  parser.on("--lines N", Integer, "report lines each job writes (3..20, default 5)") { |n| options[:lines] = n }
+  parser.on("--database PATH", "SQLite file (default: a fresh temporary file)") { |p| options[:database] = p }
+  parser.on("--without-fence", "write without lease.fenced, to see the stale write land (the verdict fails)") do
+    options[:fence] = false
+  end
+end.parse!
+abort "nightly-report: --workers must be 2..8" unless (2..8).cover?(options[:workers])
+abort "nightly-report: --ttl must be positive" unless options[:ttl].positive?
+abort "nightly-report: --lines must be 3..20" unless (3..20).cover?(options[:lines])
+options[:pause] ||= options[:ttl] * 2.5
+abort "nightly-report: --pause must exceed --ttl, or nothing happens" unless options[:pause] > options[:ttl]
+
+WORKER_IDS = [7, 12, 19, 23, 31, 42, 55, 64].first(options[:workers])
+STALLED_LINE = 3
+OPTIONS = options.freeze
+DATABASE = options[:database] || File.join(Dir.mktmpdir("nightly-report"), "app.sqlite3")
+STARTED = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+# Prints a timeline line (held back while the thread's :held_lines collects them: see NightlyReportJob#perform).
+def say(who, message, at: now)
+  line = format("%6.2fs  %-10s %s\n", at - STARTED, who, message)
+  return Thread.current[:held_lines] << line if Thread.current[:held_lines]
+
+  $stdout.write(line)
+  $stdout.flush
+end
+
+# Fenced writes take SQLite's write lock at BEGIN (default_transaction_mode: :immediate), so that a transaction
+# that read first never fails to write later.
+def connect = ActiveRecord::Base.establish_connection(adapter: "sqlite3", database: DATABASE, timeout: 5_000,
+                                                      default_transaction_mode: :immediate)
+
+# What a Rails application's railties do: records are job arguments by their GlobalID ("gid://nightly-report/Account/1").
+GlobalID.app = "nightly-report"
+ActiveRecord::Base.include(GlobalID::Identification)
+
+class Account < ActiveRecord::Base; end
+class ReportLine < ActiveRecord::Base; end
+class RefusedWrite < ActiveRecord::Base; end
+
+class NightlyReportJob < ActiveJob::Base
+  include LeaseMachines::ActiveJob
+  holds_lease key: ->(account, _worker) { account }, ttl: OPTIONS[:ttl], renew_every: OPTIONS[:ttl] / 3,
+              on_conflict: :retry, wait: 0.1, attempts: 100
+
+  DONE = Thread::Queue.new
+
+  def perform(account, worker)
+    me = "worker #{worker}"
+    (1..OPTIONS[:lines]).each do |line|
+      lease.check! # the cooperative stop point: raises LeaseLost unless the lease is held
+      if worker == 7 && line == STALLED_LINE
+        resumed = stall(me, line)
+        # Printing lets the other threads run, its renewer's among them: the job writes first and tells after.
+        Thread.current[:held_lines] = []
+        say(me, "resumes (SIGCONT), unaware, and writes line #{line} with token #{lease.token}", at: resumed)
+      end
+      begin
+        write(account, worker, line)
+      ensure
+        $stdout.write(Thread.current[:held_lines].join).tap { $stdout.flush } if Thread.current[:held_lines]
+        Thread.current[:held_lines] = nil
+      end
+      say(me, "wrote line #{line} with token #{lease.token}")
+      sleep 0.1
+    rescue LeaseMachines::Fenced => e
+      RefusedWrite.create!(worker: worker, token: e.token, highest: e.highest, line: line)
+      say(me, "REFUSED: token #{e.token} is older than the fence's #{e.highest}; line #{line} rolled back")
+      lease.check! # lost now: raises LeaseLost
+    end
+  rescue LeaseMachines::LeaseLost => e
+    # Also when its renewer, resumed with it, heard the authority's refusal before the job wrote: then lease.fenced
+    # raised LeaseLost without writing. Either way nothing stale lands.
+    say(me, "LeaseLost (#{e.state}): stops without writing more")
+  ensure
+    DONE << worker
+  end
+
+  private
+
+  def write(account, worker, line)
+    row = { account_id: account.id, worker: worker, token: lease.token, line: line }
+    OPTIONS[:fence] ? lease.fenced { ReportLine.create!(row) } : ReportLine.create!(row)
+  end
+
+  # The lease was just found held. Then the world stops, while the job computes its line: the whole process, its
+  # renewer thread included (SIGSTOP reaches every thread within microseconds of kill returning, and the job spends
+  # 50 ms computing). Returns when it was resumed; the job writes at once, as a job that never noticed the pause
+  # would (and says so after).
+  def stall(me, line)
+    say(me, "stalls before writing line #{line} (SIGSTOP), still holding token #{lease.token}")
+    Process.kill(:STOP, Process.pid)
+    computed = now + 0.05
+    nil while now < computed
+    now
+  end
+end
+
+connect
+ActiveRecord::Migration.verbose = false
+ActiveRecord::Schema.define do
+  create_table(:accounts, if_not_exists: true) { |t| t.string :name }
+  create_table(:report_lines, if_not_exists: true) do |t|
+    t.integer :account_id, null: false
+    t.integer :worker, null: false
+    t.integer :token, null: false
+    t.integer :line, null: false
+  end
+  create_table(:refused_writes, if_not_exists: true) do |t|
+    t.integer :worker, null: false
+    t.integer :token, null: false
+    t.integer :highest, null: false
+    t.integer :line, null: false
+  end
+end
+account = Account.create!(name: "Acme")
+# The lease store's tables, in the application's database: the fence checks the tokens the store issued.
+LeaseMachines::Store.new(DATABASE).close
+ActiveRecord::Base.connection_handler.clear_all_connections! # no SQLite connection crosses a fork
+say("run", "#{options[:workers]} workers, ttl #{options[:ttl]}s, worker 7 stalls #{options[:pause]}s; #{DATABASE}")
+
+# One worker process: a Rails job worker with its own connections and lease renewer (started again after fork).
+work = lambda do |worker|
+  connect
+  ActiveJob::Base.logger = Logger.new(nil)
+  ActiveJob::Base.queue_adapter = :async
+  LeaseMachines::ActiveJob.store = -> { LeaseMachines::Store.new(DATABASE) } # one Store per thread
+  me = "worker #{worker}"
+  ActiveSupport::Notifications.subscribe(/\.lease_machines\z/) do |event|
+    payload = event.payload
+    case event.name.delete_suffix(".lease_machines")
+    when "acquire" then say(me, "acquired #{payload[:resource]}: token #{payload[:token]}")
+    when "conflict"
+      say(me, "#{payload[:resource]} is held elsewhere: retry later") if payload[:conflicts].zero?
+    when "lost" then say(me, "lease lost (#{payload[:reason]})")
+    when "release" then say(me, "released token #{payload[:token]} (#{payload[:status]})")
+    end
+  end
+  NightlyReportJob.perform_later(account, worker)
+  finished = NightlyReportJob::DONE.pop(timeout: 60)
+  say(me, "gave up waiting for its job") unless finished
+  ActiveJob::Base.queue_adapter.shutdown(wait: true) if ActiveJob::Base.queue_adapter.respond_to?(:shutdown)
+  exit!(finished ? 0 : 1)
+end
+
+pids = WORKER_IDS.map.with_index do |worker, index|
+  sleep 0.3 if index == 1 # worker 7 starts first and takes token 1
+  fork { work.call(worker) }
+end
+
+# Resume worker 7 after its stall.
+seven = pids.first
+_, status = Process.waitpid2(seven, Process::WUNTRACED)
+if status&.stopped?
+  say("run", "worker 7 is stopped; resuming it in #{options[:pause]}s")
+  sleep options[:pause]
+  Process.kill(:CONT, seven)
+  _, status = Process.waitpid2(seven)
+end
+statuses = [status] + pids.drop(1).map { Process.waitpid2(_1).last }
+
+# The verdict, from what the database committed.
+connect
+lines = ReportLine.where(account_id: account.id).order(:id).pluck(:token, :worker, :line)
+tokens = lines.map(&:first)
+stale = tokens.each_cons(2).count { |earlier, later| later < earlier }
+runs = tokens.chunk_while { _1 == _2 }.to_a
+interleaved = runs.size - runs.map(&:first).uniq.size
+refused = RefusedWrite.order(:id).pluck(:worker, :token, :highest, :line)
+
+puts
+puts "report lines in commit order, by token: #{runs.map { "#{_1.first}x#{_1.size}" }.join(" ")}"
+refused.each do |worker, token, highest, line|
+  puts "refused: worker #{worker}'s line #{line} with token #{token} (the fence had seen #{highest}); " \
+       "in the report: #{lines.include?([token, worker, line]) ? "yes" : "no"}"
+end
+puts "stale writes landed: #{stale}; jobs interleaved: #{interleaved}; workers failed: #{statuses.count { !_1.success? }}"
+if stale.zero? && interleaved.zero? && statuses.all?(&:success?)
+  puts "VERDICT: safe. #{refused.empty? ? "No write was refused this time." : "Worker 7's stale write was refused."}"
+  exit 0
+else
+  puts "VERDICT: UNSAFE"
+  exit 1
+end
