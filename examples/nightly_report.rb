@@ -15,13 +15,14 @@
 # The run prints a timeline and a verdict read back from the database, and exits 1 if a stale write landed or two
 # jobs' lines interleaved.
 require "optparse"
+require "fileutils"
 require "tmpdir"
 require "active_record"
 require "global_id"
 require "lease_machines/active_job"
 
 options = { workers: 3, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true }
-OptionParser.new do |parser|
+parser = OptionParser.new do |parser|
   parser.banner = "Usage: bin/nightly-report [options]"
   parser.separator ""
   parser.separator "Worker processes perform NightlyReportJob (holds_lease) for one account through ActiveJob;"
@@ -35,7 +36,12 @@ OptionParser.new do |parser|
   parser.on("--without-fence", "write without lease.fenced, to see the stale write land (the verdict fails)") do
     options[:fence] = false
   end
-end.parse!
+end
+begin
+  parser.parse!
+rescue OptionParser::ParseError => e
+  abort "nightly-report: #{e.message}\n#{parser.banner}"
+end
 abort "nightly-report: --workers must be 2..8" unless (2..8).cover?(options[:workers])
 abort "nightly-report: --ttl must be positive" unless options[:ttl].positive?
 abort "nightly-report: --lines must be 3..20" unless (3..20).cover?(options[:lines])
@@ -45,7 +51,10 @@ abort "nightly-report: --pause must exceed --ttl, or nothing happens" unless opt
 WORKER_IDS = [7, 12, 19, 23, 31, 42, 55, 64].first(options[:workers])
 STALLED_LINE = 3
 OPTIONS = options.freeze
-DATABASE = options[:database] || File.join(Dir.mktmpdir("nightly-report"), "app.sqlite3")
+PARENT = Process.pid
+SCRATCH = Dir.mktmpdir("nightly-report") unless options[:database]
+at_exit { FileUtils.remove_entry(SCRATCH) if SCRATCH && Process.pid == PARENT }
+DATABASE = options[:database] || File.join(SCRATCH, "app.sqlite3")
 STARTED = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
 def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
@@ -98,7 +107,7 @@ class NightlyReportJob < ActiveJob::Base
       say(me, "wrote line #{line} with token #{lease.token}")
       sleep 0.1
     rescue LeaseMachines::Fenced => e
-      RefusedWrite.create!(worker: worker, token: e.token, highest: e.highest, line: line)
+      RefusedWrite.create!(account_id: account.id, worker: worker, token: e.token, highest: e.highest, line: line)
       say(me, "REFUSED: token #{e.token} is older than the fence's #{e.highest}; line #{line} rolled back")
       lease.check! # lost now: raises LeaseLost
     end
@@ -117,10 +126,10 @@ class NightlyReportJob < ActiveJob::Base
     OPTIONS[:fence] ? lease.fenced { ReportLine.create!(row) } : ReportLine.create!(row)
   end
 
-  # The lease was just found held. Then the world stops, while the job computes its line: the whole process, its
-  # renewer thread included (SIGSTOP reaches every thread within microseconds of kill returning, and the job spends
-  # 50 ms computing). Returns when it was resumed; the job writes at once, as a job that never noticed the pause
-  # would (and says so after).
+  # The lease was just found held. Then the world stops, while the job computes its line (50 ms, holding the GVL):
+  # the whole process, its renewer thread included; SIGSTOP takes effect within microseconds of kill returning.
+  # Returns when it was resumed; the job writes at once, as a job that never noticed the pause would (and says so
+  # after). Its renewer wakes too, but waits for the GVL, which CRuby hands over after 100 ms at the soonest.
   def stall(me, line)
     say(me, "stalls before writing line #{line} (SIGSTOP), still holding token #{lease.token}")
     Process.kill(:STOP, Process.pid)
@@ -141,6 +150,7 @@ ActiveRecord::Schema.define do
     t.integer :line, null: false
   end
   create_table(:refused_writes, if_not_exists: true) do |t|
+    t.integer :account_id, null: false
     t.integer :worker, null: false
     t.integer :token, null: false
     t.integer :highest, null: false
@@ -182,13 +192,17 @@ pids = WORKER_IDS.map.with_index do |worker, index|
   fork { work.call(worker) }
 end
 
-# Resume worker 7 after its stall.
+# Resume worker 7 after its stall (at once, should this script be interrupted while it waits).
 seven = pids.first
 _, status = Process.waitpid2(seven, Process::WUNTRACED)
-if status&.stopped?
+stalled = status&.stopped?
+if stalled
   say("run", "worker 7 is stopped; resuming it in #{options[:pause]}s")
-  sleep options[:pause]
-  Process.kill(:CONT, seven)
+  begin
+    sleep options[:pause]
+  ensure
+    Process.kill(:CONT, seven)
+  end
   _, status = Process.waitpid2(seven)
 end
 statuses = [status] + pids.drop(1).map { Process.waitpid2(_1).last }
@@ -200,7 +214,9 @@ tokens = lines.map(&:first)
 stale = tokens.each_cons(2).count { |earlier, later| later < earlier }
 runs = tokens.chunk_while { _1 == _2 }.to_a
 interleaved = runs.size - runs.map(&:first).uniq.size
-refused = RefusedWrite.order(:id).pluck(:worker, :token, :highest, :line)
+refused = RefusedWrite.where(account_id: account.id).order(:id).pluck(:worker, :token, :highest, :line)
+# The story happened: worker 7 stalled, and every other job wrote its whole report.
+short = WORKER_IDS.drop(1).reject { |worker| lines.count { _2 == worker } == options[:lines] }
 
 puts
 puts "report lines in commit order, by token: #{runs.map { "#{_1.first}x#{_1.size}" }.join(" ")}"
@@ -209,7 +225,10 @@ refused.each do |worker, token, highest, line|
        "in the report: #{lines.include?([token, worker, line]) ? "yes" : "no"}"
 end
 puts "stale writes landed: #{stale}; jobs interleaved: #{interleaved}; workers failed: #{statuses.count { !_1.success? }}"
-if stale.zero? && interleaved.zero? && statuses.all?(&:success?)
+if stale.zero? && interleaved.zero? && statuses.all?(&:success?) && (!stalled || short.any?)
+  puts "VERDICT: inconclusive: #{stalled ? "workers #{short.join(", ")} did not write their whole report" : "worker 7 never stalled"}"
+  exit 2
+elsif stale.zero? && interleaved.zero? && statuses.all?(&:success?)
   puts "VERDICT: safe. #{refused.empty? ? "No write was refused this time." : "Worker 7's stale write was refused."}"
   exit 0
 else

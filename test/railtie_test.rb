@@ -30,6 +30,7 @@ class RailtieTest < Minitest::Test
     output = rails("generate", "lease_machines:install")
     assert_match(%r{create\s+db/migrate/\d{14}_create_lease_machines_tables\.rb}, output)
     assert_match(%r{create\s+config/initializers/lease_machines\.rb}, output)
+    assert_match(/warning\s+db\/schema\.rb cannot record these tables/, output, "the dummy keeps schema_format :ruby")
     migration = File.read(Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")].fetch(0))
     assert_match(/^class CreateLeaseMachinesTables < ActiveRecord::Migration\[7\.2\]$/, migration)
     assert_includes migration, "CREATE TABLE IF NOT EXISTS lease_machines_leases ("
@@ -45,6 +46,8 @@ class RailtieTest < Minitest::Test
     assert_equal 30.0, facts["default_ttl"]
     assert_equal 30.0, facts["ttl"], "holds_lease without ttl: takes config.lease_machines.default_ttl"
     assert_equal true, facts["executor"], "the renewer runs in the application's executor"
+    assert_equal "ApplicationRecord", facts["fence_record"], "set in config.to_prepare"
+    assert_equal true, facts["default_store"], "the application's own database"
     assert_equal [[1, "totals for Acme"]], facts["report"]
     resource = "NightlyReportJob:Account/1"
     assert_equal [[resource, nil, nil]], facts["leases"], "the lease was taken, then released, in the app's database"
@@ -57,16 +60,30 @@ class RailtieTest < Minitest::Test
 
   def test_the_generator_refuses_a_database_the_store_does_not_run_on
     output, status = rails_status("generate", "lease_machines:install", env: { "DUMMY_ADAPTER" => "postgresql" })
-    assert_match(/lease_machines:install: the lease store runs on SQLite in this release; primary is postgresql/,
+    assert_match(/lease_machines:install: the lease store runs on SQLite in this release; primary is postgresql in test/,
                  output)
     refute status.success?, output
     assert_empty Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")]
   end
 
+  def test_the_generator_refuses_a_database_config_database_yml_does_not_name
+    output, status = rails_status("generate", "lease_machines:install", "--database", "animals")
+    refute status.success?, output
+    assert_match(/lease_machines:install: config\/database\.yml names no database "animals"/, output)
+    assert_empty Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")]
+  end
+
   def test_a_misspelt_option_stops_the_boot_naming_it
-    output, status = rails_status("runner", "NightlyReportJob", env: { "DUMMY_MISSPELT_OPTION" => "1" })
-    refute status.success?
-    assert_match(/config\.lease_machines: unknown option renew_evry \(ArgumentError\)/, output)
+    output, status = rails_status("runner", "1", env: { "DUMMY_MISSPELT_OPTION" => "1" })
+    refute status.success?, "the boot itself fails, before any job class is loaded"
+    assert_match(/config\.lease_machines: unknown option renew_evry \(the options: clock, default_ttl, /, output)
+  end
+
+  def test_a_store_set_with_the_gems_own_api_in_an_initializer_is_kept
+    rails("db:migrate")
+    facts = JSON.parse(rails("runner", "script/nightly_report.rb", env: { "DUMMY_OWN_STORE" => "1" }).lines.last)
+    assert_equal false, facts["default_store"]
+    assert_equal [[1, "totals for Acme"]], facts["report"], "the job ran on the store the initializer set"
   end
 
   private

@@ -7,14 +7,15 @@ module LeaseMachines
   # LeaseMachines::ActiveJob, so that +holds_lease+ is there to declare, and +config.lease_machines+ configures it:
   #
   #   config.lease_machines.default_ttl = 30.seconds # the TTL of a holds_lease that names none
-  #   config.lease_machines.store = -> { LeaseMachines::Store.new(Rails.root.join("storage/leases.sqlite3").to_s) }
   #   config.to_prepare { LeaseMachines::ActiveJob.fence_record = ApplicationRecord } # whose database holds the fence
   #
   # The options are those of LeaseMachines::ActiveJob::Configuration (store, default_ttl, fence_record, executor,
-  # error_handler, renewal, jitter, clock), applied after the application's config/initializers ran. Unset, the store
-  # is the application's own SQLite database (the fence record's), whose tables +bin/rails g lease_machines:install+
-  # migrates, and the executor is the application's, so that each pass of the renewer runs inside it. Errors go to
-  # Rails.error.
+  # error_handler, renewal, jitter, clock), applied after the application's config/initializers ran (which may also
+  # call LeaseMachines::ActiveJob.configure: what they set is kept). Unset, the store is the application's own SQLite
+  # database (the fence record's: the fence checks the tokens the store issued, so the two share one database), whose
+  # tables +bin/rails g lease_machines:install+ migrates, and the executor is the application's, unless code
+  # reloading is on (a pending reload would hold up the renewer, which runs no application code). The renewer's
+  # errors go to Rails.error.
   class Railtie < ::Rails::Railtie
     config.lease_machines = ActiveSupport::OrderedOptions.new
 
@@ -28,35 +29,61 @@ module LeaseMachines
       end
       database = db_config.database.to_s
       if database == ":memory:" || database.start_with?("file:")
-        raise ArgumentError, "config.lease_machines.store: #{record.name}'s SQLite database is #{database}, which " \
-                             "other connections cannot open; set config.lease_machines.store"
+        raise ArgumentError, "config.lease_machines.store: #{record.name}'s SQLite database is #{database}, and the " \
+                             "store opens a file path (not a URI or an in-memory database); set " \
+                             "config.lease_machines.store"
       end
       LeaseMachines::Store.new(File.expand_path(database, ::Rails.root.to_s))
     end
 
-    initializer "lease_machines.active_job", after: :load_config_initializers do |app|
-      options = app.config.lease_machines
-      ActiveSupport.on_load(:active_job) do
-        require "lease_machines/active_job"
-        Railtie.configure(LeaseMachines::ActiveJob, options, app)
-        include LeaseMachines::ActiveJob
-      end
+    # Before the application's config/initializers, so that they (and config.to_prepare) can name
+    # LeaseMachines::ActiveJob. Without the sqlite3 gem (the store's database) the jobs' leases are left out.
+    initializer "lease_machines.active_job.load" do
+      require "lease_machines/active_job"
+    rescue LoadError => e
+      raise unless e.path == "sqlite3"
+
+      warn "lease_machines: holds_lease is not available: the lease store needs the sqlite3 gem (#{e.message})"
     end
 
-    # Applies +options+ (config.lease_machines) to +active_job+'s configuration. Raises ArgumentError naming an option
-    # it does not know, and the configuration's own TypeError or ArgumentError for a value it refuses.
+    initializer "lease_machines.active_job", after: :load_config_initializers do |app|
+      next unless defined?(LeaseMachines::ActiveJob)
+
+      Railtie.configure(LeaseMachines::ActiveJob, app.config.lease_machines, app)
+      ActiveSupport.on_load(:active_job) { include LeaseMachines::ActiveJob }
+    end
+
+    # Applies +options+ (config.lease_machines) to +active_job+'s configuration, then the defaults for what neither
+    # they nor the application's initializers set. Raises ArgumentError naming an option it does not know, and the
+    # configuration's own TypeError or ArgumentError, prefixed with the option's name, for a value it refuses.
     def self.configure(active_job, options, app)
       settings = options.to_h
       configuration = active_job.configuration
-      unknown = settings.keys.reject { configuration.respond_to?(:"#{_1}=") }
+      known = configuration.public_methods.grep(/\A[a-z_]+=\z/).map { _1.to_s.chomp("=").to_sym }.sort
+      unknown = settings.keys - known
       unless unknown.empty?
-        raise ArgumentError, "config.lease_machines: unknown option#{"s" if unknown.size > 1} #{unknown.join(", ")}"
+        raise ArgumentError, "config.lease_machines: unknown option#{"s" if unknown.size > 1} #{unknown.join(", ")} " \
+                             "(the options: #{known.join(", ")})"
       end
 
-      settings = { store: APPLICATION_DATABASE, executor: app.executor }.merge(settings)
-      settings.each { |name, value| configuration.public_send(:"#{name}=", value) unless name == :store }
-      active_job.store = settings[:store] # last: it resets the connections opened so far
+      store = settings.delete(:store)
+      settings.each { |name, value| set(configuration, name, value) }
+      set(configuration, :executor, app.executor) if !settings.key?(:executor) && configuration.executor.nil? &&
+                                                     !app.config.reloading_enabled?
+      store ||= configuration.store || APPLICATION_DATABASE
+      begin
+        active_job.store = store # last: it resets the connections opened so far
+      rescue TypeError, ArgumentError => e
+        raise e.class, "config.lease_machines.store: #{e.message}"
+      end
       configuration
     end
+
+    def self.set(configuration, name, value)
+      configuration.public_send(:"#{name}=", value)
+    rescue TypeError, ArgumentError => e
+      raise e.class, "config.lease_machines.#{name}: #{e.message}"
+    end
+    private_class_method :set
   end
 end

@@ -16,6 +16,8 @@ puts JSON.generate(
   default_ttl: configuration.default_ttl,
   ttl: declaration&.ttl,
   executor: configuration.executor.equal?(Rails.application.executor),
+  fence_record: configuration.fence_record&.name,
+  default_store: configuration.store.equal?(LeaseMachines::Railtie::APPLICATION_DATABASE),
   report: Report.pluck(:token, :body),
   leases: leases,
   fences: ActiveRecord::Base.connection.select_rows("SELECT resource, highest FROM lease_machines_fences"),

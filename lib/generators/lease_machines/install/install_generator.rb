@@ -22,14 +22,18 @@ module LeaseMachines
                               desc: "The database (of config/database.yml) the migration is for"
 
       def create_migration_file
-        adapter = database_config&.adapter.to_s
-        unless adapter.empty? || adapter.start_with?("sqlite")
-          raise Thor::Error, "lease_machines:install: the lease store runs on SQLite in this release; " \
-                             "#{database_config.name} is #{adapter}"
-        end
-
+        refuse_other_databases
         migration_template "create_lease_machines_tables.rb.tt",
                            File.join(db_migrate_path, "create_lease_machines_tables.rb")
+        if ::Rails.application.config.active_record.schema_format.to_s != "sql"
+          say_status :warning, "db/schema.rb cannot record these tables (SQLite REAL columns, STRICT): set " \
+                               "config.active_record.schema_format = :sql, or db:schema:load leaves them out", :yellow
+        end
+        return unless options[:database]
+
+        say_status :note, "the fence and the default store use ActiveRecord::Base's database: set the fence record " \
+                          "to #{options[:database]}'s class (config.to_prepare { LeaseMachines::ActiveJob." \
+                          "fence_record = ... })", :yellow
       end
 
       def create_initializer = template("lease_machines.rb.tt", "config/initializers/lease_machines.rb")
@@ -39,17 +43,29 @@ module LeaseMachines
       # The schema's statements, as the gem's store creates them (LeaseMachines::Store::SCHEMA), comments kept.
       def schema_statements
         require "lease_machines/store"
-        LeaseMachines::Store::SCHEMA.split(/;\s*$/).map(&:strip).reject { |sql| sql.lines.all? { _1.start_with?("--") } }
+        LeaseMachines::Store::SCHEMA.split(/;[ \t]*$/).map(&:strip).reject { |sql| sql.lines.all? { _1.start_with?("--") } }
       end
 
       def migration_version = "[#{::ActiveRecord::VERSION::MAJOR}.#{::ActiveRecord::VERSION::MINOR}]"
 
-      # The database's configuration, read from config/database.yml without connecting (nor loading its adapter).
-      def database_config
+      # Refuses, before writing anything, a --database that config/database.yml does not name, and a database of that
+      # name that is not SQLite in any environment (SQLite in development and PostgreSQL in production would fail at
+      # deploy). Read without connecting, nor loading an adapter.
+      def refuse_other_databases
         require "active_record/database_configurations"
         configurations = ::ActiveRecord::DatabaseConfigurations.new(::Rails.application.config.database_configuration)
-        configs = configurations.configs_for(env_name: ::Rails.env.to_s)
-        options[:database] ? configs.find { _1.name == options[:database] } : configs.first
+        name = options[:database] || "primary"
+        configs = configurations.configurations.select { _1.name == name }
+        if configs.empty?
+          raise Thor::Error, "lease_machines:install: config/database.yml names no database #{name.inspect}"
+        end
+
+        configs.each do |config|
+          next if config.adapter.to_s.start_with?("sqlite")
+
+          raise Thor::Error, "lease_machines:install: the lease store runs on SQLite in this release; " \
+                             "#{config.name} is #{config.adapter} in #{config.env_name}"
+        end
       end
     end
   end
