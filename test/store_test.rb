@@ -11,14 +11,14 @@ class StoreTest < Minitest::Test
     requires_sqlite3!
     @dir = scratch_dir("lease-store")
     @path = File.join(@dir, "leases.sqlite3")
-    @store = LeaseMachines::Store.new(@path)
+    @store = LeaseMachines::Store.new(@path, clock: STILL_CLOCK)
   end
 
   def teardown
     @store&.close
   end
 
-  def reopen = LeaseMachines::Store.new(@path)
+  def reopen = LeaseMachines::Store.new(@path, clock: STILL_CLOCK)
 
   # Issues tokens 1 to +count+ on +resource+ (to owner 1, leases of 1 s from t = 0, 1, ...).
   def issue(count, resource: R)
@@ -77,6 +77,8 @@ class StoreTest < Minitest::Test
 
   def test_the_default_clock_is_the_wall_clock_with_clamp
     before = Process.clock_gettime(Process::CLOCK_REALTIME)
+    @store.close
+    @store = LeaseMachines::Store.new(@path)
     lease = granted(@store.acquire(resource: R, owner: 7, ttl: 30.0))
     assert_in_delta before + 30.0, lease.expires_at, 5.0
     # A clock that steps back is evaluated at the latest instant recorded: the lease is not shortened.
@@ -97,7 +99,8 @@ class StoreTest < Minitest::Test
       @store.fenced(resource: R, token: 1) { flunk "the block must not run for a stale token" }
     end
     assert_equal [R, 1, 2], [error.resource, error.token, error.highest]
-    assert_equal "nightly-report: token 1 is older than the newest seen (2); the write was refused", error.message
+    assert_equal :stale_token, error.reason
+    assert_equal "nightly-report: token 1 is older than the newest issued (2); the write was refused", error.message
     assert_equal [[2], [2]], @store.database.execute("SELECT token FROM report")
   end
 
@@ -177,7 +180,8 @@ class StoreTest < Minitest::Test
 
   def test_the_schema_file_is_what_the_store_applies
     tables = @store.database.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").flatten
-    assert_equal %w[lease_machines_fences lease_machines_leases], tables
+    assert_equal %w[lease_machines_fences lease_machines_leases lease_machines_schema], tables
+    assert_equal [[1, 1]], @store.database.execute("SELECT id, format FROM lease_machines_schema")
     assert_includes LeaseMachines::Store::SCHEMA, "CREATE TABLE IF NOT EXISTS lease_machines_leases"
   end
 
@@ -200,7 +204,7 @@ class StoreTransactionTest < Minitest::Test
 
   def setup
     requires_sqlite3!
-    @store = LeaseMachines::Store.new(File.join(scratch_dir("lease-store"), "leases.sqlite3"))
+    @store = LeaseMachines::Store.new(File.join(scratch_dir("lease-store"), "leases.sqlite3"), clock: STILL_CLOCK)
     @store.database.execute("CREATE TABLE report (token INTEGER UNIQUE)")
     5.times { |i| @store.reacquire(resource: R, owner: 1, ttl: 1.0, now: i.to_f) } # tokens 1 to 5 issued
   end

@@ -35,6 +35,7 @@ mod rules;
 #[cfg(feature = "alloc")]
 mod table;
 mod token;
+mod write_check;
 
 pub use authority::LeaseAuthority;
 pub use checkpoint::Checkpoint;
@@ -46,6 +47,7 @@ pub use lease::Lease;
 pub use owner::OwnerId;
 pub use resource::{check_resource_name, ResourceNameError, MAX_RESOURCE_BYTES};
 pub use token::FencingToken;
+pub use write_check::WriteCheck;
 
 #[cfg(feature = "alloc")]
 pub use election::{

@@ -184,6 +184,14 @@ symbols! {
         Reap = "reap",
     }
 
+    /// What the fence beside a store's record answers for a write, besides a refusal's reason (the store's
+    /// `fenced`, from `Checkpoint#_check_write`).
+    enum WriteVerdict(arg "verdict") {
+        Admitted = "admitted",
+        NeverIssued = "never_issued",
+        InconsistentMark = "inconsistent_mark",
+    }
+
     /// `QuorumCertificate#status`.
     core CertificateStatus(arg "status");
 

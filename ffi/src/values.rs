@@ -7,7 +7,7 @@
 //! construction.
 
 use lease_machines::json::Json;
-use lease_machines::{Cadence, Checkpoint, Lease};
+use lease_machines::{Cadence, Checkpoint, Fence, Lease, Rejection, WriteCheck};
 use magnus::{prelude::*, Error, IntoValue, Ruby, Value};
 
 use crate::convert::{
@@ -16,6 +16,7 @@ use crate::convert::{
 };
 use crate::data::{CadenceMembers, CheckpointMembers, LeaseMembers, CADENCE, CHECKPOINT, LEASE};
 use crate::json;
+use crate::symbols::{SymbolEnum, WriteVerdict};
 
 /// A frozen `LeaseMachines::Lease`.
 pub fn lease(ruby: &Ruby, lease: Lease) -> Result<Value, Error> {
@@ -120,6 +121,34 @@ fn checkpoint_issued(ruby: &Ruby, rb_self: Value, token: Value) -> Result<bool, 
     Ok(token_arg(ruby, "token", token)?.is_some_and(|token| checkpoint.issued(token)))
 }
 
+/// `Checkpoint#_check_write(highest, token, now)`: the core's [`Checkpoint::check_write`] with the fence's stored
+/// mark `highest` (nil or an issued token), as a Symbol: `:admitted`, a refusal's reason (`:stale_token`,
+/// `:not_held`, `:expired`), `:never_issued` or `:inconsistent_mark`. Token 0, never issued, is older than any
+/// token: `:stale_token`.
+fn checkpoint_check_write(
+    ruby: &Ruby,
+    rb_self: Value,
+    highest: Value,
+    token: Value,
+    now: Value,
+) -> Result<Value, Error> {
+    let checkpoint = checkpoint_arg(ruby, rb_self)?;
+    let fence = Fence::new(optional_token_arg(ruby, "highest", highest)?);
+    let token = token_arg(ruby, "token", token)?;
+    let now = seconds_arg(ruby, "now", now)?;
+    let check = match token {
+        Some(token) => checkpoint.check_write(fence, token, now),
+        None if fence.highest().is_some_and(|mark| !checkpoint.issued(mark)) => WriteCheck::InconsistentMark,
+        None => WriteCheck::Refused(Rejection::StaleToken),
+    };
+    Ok(match check {
+        WriteCheck::Admitted(_) => WriteVerdict::Admitted.symbol(ruby).as_value(),
+        WriteCheck::Refused(reason) => reason.symbol(ruby).as_value(),
+        WriteCheck::NeverIssued => WriteVerdict::NeverIssued.symbol(ruby).as_value(),
+        WriteCheck::InconsistentMark => WriteVerdict::InconsistentMark.symbol(ruby).as_value(),
+    })
+}
+
 fn checkpoint_from_json(ruby: &Ruby, text: Value) -> Result<Value, Error> {
     checkpoint(ruby, &json::read::<Checkpoint>(ruby, text)?)
 }
@@ -183,6 +212,7 @@ pub fn define(ruby: &Ruby) -> Result<(), Error> {
     checkpoint.define_private_method("_initialize", magnus::method!(checkpoint_initialize, 3))?;
     checkpoint.define_private_method("_to_json", magnus::method!(checkpoint_to_json, 0))?;
     checkpoint.define_private_method("_issued", magnus::method!(checkpoint_issued, 1))?;
+    checkpoint.define_private_method("_check_write", magnus::method!(checkpoint_check_write, 3))?;
     checkpoint.singleton_class()?.define_private_method("_from_json", magnus::function!(checkpoint_from_json, 1))?;
 
     let cadence = CADENCE.class(ruby)?;

@@ -10,17 +10,29 @@ module LeaseMachines
   # database driver's error, when there is one, is the +cause+.
   class StoreError < Error; end
 
-  # A fenced write carried a token older than the highest one its resource has seen. The write's transaction was
-  # rolled back, the block never ran.
+  # A fenced write was refused: its token is not the one of the resource's live lease. +reason+ says why:
+  # +:stale_token+ (a newer token was issued: the lease went to another grant), +:not_held+ (the lease was released)
+  # or +:expired+ (it ran out, on the store's clock, and was not renewed). +highest+ is the newest token issued for
+  # the resource (nil when none was). The write's transaction was rolled back, the block never ran.
   class Fenced < Error
-    attr_reader :resource, :token, :highest
+    attr_reader :resource, :token, :highest, :reason
 
-    def initialize(resource:, token:, highest:)
+    def initialize(resource:, token:, highest:, reason: :stale_token)
       @resource = resource
       @token = token
       @highest = highest
-      reason = highest ? "is older than the newest seen (#{highest})" : "is never issued"
-      super("#{resource}: token #{token} #{reason}; the write was refused")
+      @reason = reason
+      super("#{resource}: token #{token} #{Fenced.why(token, highest, reason)}; the write was refused")
+    end
+
+    def self.why(token, highest, reason)
+      return "is never issued" if token.zero?
+
+      case reason
+      when :not_held then "belongs to a lease that was released"
+      when :expired then "belongs to a lease that expired"
+      else "is older than the newest issued (#{highest})"
+      end
     end
   end
 
@@ -61,11 +73,14 @@ module LeaseMachines
     # Opens (creating if needed) the database at +database+, a path (String or Pathname), or uses an open
     # SQLite3::Database (your application's own connection, so that #fenced writes land in your tables, in your
     # transaction when one is open). +busy_timeout+ is how long, in Float seconds (0 to about 24 days), a request
-    # waits for another process's transaction before raising StoreError; +clock+ (anything with +call+) returns Float
+    # waits for another process's transaction before raising StoreError (nil: 5 seconds for a path, and the
+    # connection's own setting for an SQLite3::Database, whose journal mode and synchronous setting are left alone as
+    # well; a path is opened with WAL and synchronous FULL); +clock+ (anything with +call+) returns Float
     # seconds, and is called inside the request's transaction with interrupts deferred, so it must return promptly
     # and not call the store (that raises StoreError); +clock_policy+ is the authority's (see Authority.new). Raises
-    # TypeError or ArgumentError for a bad argument, StoreError when the database cannot be opened or set up.
-    def initialize(database, busy_timeout: 5.0, clock: WALL_CLOCK, clock_policy: :clamp)
+    # TypeError or ArgumentError for a bad argument, StoreError when the database cannot be opened or set up, or
+    # holds tables of another shape or schema format (see lib/lease_machines/store/schema.sql).
+    def initialize(database, busy_timeout: nil, clock: WALL_CLOCK, clock_policy: :clamp)
       Authority.new(clock_policy: clock_policy) # refuse a bad policy now, not at the first request
       unless KERNEL_RESPOND_TO.bind_call(clock, :call)
         raise TypeError, "clock must respond to call, got #{Store.shown(clock)}"
@@ -89,6 +104,9 @@ module LeaseMachines
         raise StoreError, "cannot open the lease store at #{SQLite.describe(database)}: #{e.message}"
       end
     end
+
+    # The clock the store decides on (see Store.new).
+    attr_reader :clock
 
     # The underlying SQLite3::Database, for the caller's own tables (inside #fenced, use the block's argument).
     def database = @adapter.connection
@@ -149,13 +167,16 @@ module LeaseMachines
     end
 
     # Runs the block (given the SQLite3::Database) as a write protected by +token+, in one transaction with the fence
-    # check: the block runs only if +token+ is at least the highest token +resource+ has seen, which it then becomes.
-    # When the connection is already inside a transaction (your application's), the check, the mark and the block
-    # join it under a savepoint, and commit with it. Raises Fenced (nothing written, the block not run) for an older
-    # token, and ArgumentError for a token this store never issued for +resource+ (above its high-water, or for a
-    # resource never granted). Whatever leaves the block other than its return (an exception of any class, +throw+,
-    # +break+, an interrupt) rolls its writes back and goes on unchanged. Returns the block's value once committed.
-    def fenced(resource:, token:)
+    # check: the block runs only if +token+ is the token of +resource+'s lease, live at +now+ (default: the store's
+    # clock, the one its grants were decided on), and at least the highest token written before, which it then
+    # becomes. So a holder whose lease went to another grant, was released or expired is refused at once, before any
+    # successor has written. When the connection is already inside a transaction (your application's), the check,
+    # the mark and the block join it under a savepoint, and commit with it. Raises Fenced (nothing written, the block
+    # not run; its +reason+ says why), and ArgumentError for a token this store never issued for +resource+ (above
+    # its high-water, or for a resource never granted). Whatever leaves the block other than its return (an
+    # exception of any class, +throw+, +break+, an interrupt) rolls its writes back and goes on unchanged. Returns
+    # the block's value once committed.
+    def fenced(resource:, token:, now: nil)
       raise ArgumentError, "fenced needs a block: the write it protects" unless block_given?
 
       name = resource_name(resource)
@@ -177,13 +198,18 @@ module LeaseMachines
             end
           end
           @deciding = true
-          raise_fence(name, token)
+          check_write(name, token, now)
           @deciding = false
           @in_block = true if held
           result = Thread.handle_interrupt(Object => :immediate) { yield @adapter.connection }
           @in_block = false if held
           if savepoint
-            storage { @adapter.release_savepoint(savepoint) }
+            ended_by_block! unless storage { @adapter.in_transaction? }
+            begin
+              @adapter.release_savepoint(savepoint)
+            rescue *SQLite::ERRORS
+              ended_by_block! # the savepoint is gone: released, or rolled back to an outer one, inside the block
+            end
           else
             ended_by_block! unless storage { @adapter.in_transaction? }
             storage { @adapter.commit }
@@ -297,6 +323,7 @@ module LeaseMachines
     def recover
       raise StoreError, "#{path}: the store is closed" if @adapter.closed?
 
+      @adapter.check_file!
       claim = @claim
       return if claim.nil?
 
@@ -319,22 +346,22 @@ module LeaseMachines
       @depth = 0
     end
 
-    # Checks +token+ against the resource's fence and the tokens this store issued for it, then raises the mark.
-    def raise_fence(name, token)
+    # Checks +token+ by the core's rule for a fence beside the lease record (Checkpoint#_check_write), at +now+ or
+    # the store's clock, then raises the mark. Raises Fenced, ArgumentError (a token never issued) or StoreError (a
+    # fence row no history can produce).
+    def check_write(name, token, now)
       highest = storage { read_fence(name) }
       checkpoint = storage { read(name).first }
-      if highest && !checkpoint.issued?(highest)
+      case (verdict = checkpoint.__send__(:_check_write, highest, token, now.nil? ? @clock.call : now))
+      when :admitted then storage { @adapter.write_fence(name, token) }
+      when :inconsistent_mark
         raise StoreError, "corrupt fence row for #{name.inspect} in #{path}: highest #{highest} was never issued"
-      end
-      fence = Fence.new(highest: highest)
-      raise Fenced.new(resource: name, token: token, highest: highest) unless fence.accept(token)
-      unless checkpoint.issued?(token)
+      when :never_issued
         issued = checkpoint.last_issued
         raise ArgumentError, "#{name}: token #{token} was never issued " \
                              "(#{issued ? "the last one was #{issued}" : "no lease was ever granted on it"})"
+      else raise Fenced.new(resource: name, token: token, highest: checkpoint.last_issued, reason: verdict)
       end
-
-      storage { @adapter.write_fence(name, fence.highest) }
     end
 
     # +resource+ as the UTF-8 String the database stores, checked by the extension as every Table command checks it

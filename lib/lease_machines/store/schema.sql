@@ -1,7 +1,15 @@
 -- Schema of LeaseMachines::Store (format 1). The store creates it on first use; apply it yourself when you manage
--- the schema with migrations. Tokens and owners are SQLite INTEGERs (signed 64-bit): tokens above 2**63-1 are refused,
--- owners above it are stored as their two's-complement value. Times are Float seconds (REAL), exactly the Floats the
--- gem returns.
+-- the schema with migrations. On open, the store checks the format row and every column's name and type, and
+-- refuses tables of another shape (a foreign table of the same name, a newer format). Tokens and owners are SQLite
+-- INTEGERs (signed 64-bit): tokens above 2**63-1 are refused, owners above it are stored as their two's-complement
+-- value. Times are Float seconds (REAL), exactly the Floats the gem returns.
+
+-- The schema's format, in one row: a store refuses a database whose format it does not know.
+CREATE TABLE IF NOT EXISTS lease_machines_schema (
+  id     INTEGER PRIMARY KEY CHECK (id = 1),
+  format INTEGER NOT NULL
+) STRICT;
+INSERT INTO lease_machines_schema (id, format) VALUES (1, 1) ON CONFLICT (id) DO NOTHING;
 
 -- One row per resource: the authority's checkpoint.
 CREATE TABLE IF NOT EXISTS lease_machines_leases (

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "sqlite3"
+require_relative "schema"
 
 module LeaseMachines
   class Store
@@ -18,6 +19,8 @@ module LeaseMachines
       SCHEMA = File.read(File.expand_path("schema.sql", __dir__)).freeze
       # The busy timeout is handed to SQLite in whole milliseconds, as a C int.
       MAX_BUSY_TIMEOUT = (2**31 - 1) / 1000.0
+      # How long a database the store opens waits for another connection's transaction, Float seconds.
+      DEFAULT_BUSY_TIMEOUT = 5.0
 
       LEASE_COLUMNS = "owner, token, expires_at, last_issued, observed, revision"
       READ_LEASE = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = ?".freeze
@@ -40,26 +43,26 @@ module LeaseMachines
       attr_reader :connection, :name
 
       # Opens +database+ (a path: String or Pathname) or takes an open SQLite3::Database (the application's own).
-      # +busy_timeout+ is Float seconds (0 to about 24 days). Raises TypeError or ArgumentError for bad arguments,
-      # SQLite3::Exception when the database cannot be opened or set up.
+      # +busy_timeout+ is Float seconds (0 to about 24 days), or nil: 5 seconds for a database the store opens, and
+      # the connection's own setting for one it is given. A given connection's other settings (journal mode,
+      # synchronous) are left as they are; a database the store opens runs WAL with synchronous FULL. The schema is
+      # created where it is missing (outside a transaction), then checked. Raises TypeError or ArgumentError for bad
+      # arguments, SQLite3::Exception when the database cannot be opened or set up, StoreError for tables of another
+      # shape or format.
       def initialize(database, busy_timeout:)
-        milliseconds = self.class.busy_timeout_ms(busy_timeout)
         @owned = !(SQLite3::Database === database)
+        milliseconds = self.class.busy_timeout_ms(busy_timeout.nil? && @owned ? DEFAULT_BUSY_TIMEOUT : busy_timeout)
         @connection = @owned ? SQLite3::Database.new(self.class.path(database)) : database
         @name = @connection.filename.to_s.empty? ? ":memory:" : @connection.filename
         begin
-          # A Ruby busy handler sleeps with the GVL released, so that the thread of this process holding the lock
-          # (a job writing through ActiveRecord, a renewer) can finish while this one waits; SQLite's own busy
-          # timeout would wait holding the GVL and stall them until it ran out.
-          if @connection.respond_to?(:busy_handler_timeout=)
-            @connection.busy_handler_timeout = milliseconds
-          else
-            @connection.busy_timeout = milliseconds
+          self.busy_timeout = milliseconds if milliseconds
+          if @owned
+            @connection.execute("PRAGMA journal_mode = WAL")
+            @connection.execute("PRAGMA synchronous = FULL")
           end
-          @connection.execute("PRAGMA journal_mode = WAL")
-          @connection.execute("PRAGMA synchronous = FULL")
-          @connection.execute_batch(SCHEMA)
-        rescue SQLite3::Exception
+          Schema.prepare(self)
+          @file = file_identity
+        rescue SQLite3::Exception, StoreError
           close if @owned
           raise
         end
@@ -79,8 +82,10 @@ module LeaseMachines
         path
       end
 
-      # +seconds+ (an Integer or Float, 0 to MAX_BUSY_TIMEOUT) in whole milliseconds, rounded to the nearest.
+      # +seconds+ (an Integer or Float, 0 to MAX_BUSY_TIMEOUT) in whole milliseconds, rounded to the nearest; nil for
+      # nil.
       def self.busy_timeout_ms(seconds)
+        return nil if seconds.nil?
         unless Integer === seconds || Float === seconds
           raise TypeError, "busy_timeout must be Float seconds, got #{Store.shown(seconds)}"
         end
@@ -103,6 +108,25 @@ module LeaseMachines
       end
 
       def close = @connection.close
+
+      # Raises StoreError when the database file at the path is no longer the one this connection has open (deleted,
+      # or replaced): grants made in an unlinked file would be lost, and the next process would issue their tokens
+      # again.
+      def check_file!
+        return unless @file
+        return if file_identity == @file
+
+        raise StoreError, "#{@name}: the database file was deleted or replaced while the store had it open; " \
+                          "its grants would be lost: open the store again"
+      end
+
+      # The rows of a read-only statement, as Arrays whatever the connection's settings.
+      def rows(sql, *binds)
+        @connection.prepare(sql) do |statement|
+          statement.bind_params(*binds)
+          [].tap { |rows| while (row = statement.step) do rows << row end }
+        end
+      end
 
       def closed? = @connection.closed?
 
@@ -161,6 +185,28 @@ module LeaseMachines
       def write_fence(resource, highest) = step(WRITE_FENCE, resource, highest)
 
       private
+
+      def busy_timeout=(milliseconds)
+        # A Ruby busy handler sleeps with the GVL released, so that the thread of this process holding the lock (a
+        # job writing through ActiveRecord, a renewer) can finish while this one waits; SQLite's own busy timeout
+        # would wait holding the GVL and stall them until it ran out.
+        if @connection.respond_to?(:busy_handler_timeout=)
+          @connection.busy_handler_timeout = milliseconds
+        else
+          @connection.busy_timeout = milliseconds
+        end
+      end
+
+      # The device and inode of the database file, nil for an in-memory or temporary database; a file gone is
+      # :missing.
+      def file_identity
+        return nil if @name == ":memory:" || @name.empty?
+
+        stat = File.stat(@name)
+        [stat.dev, stat.ino]
+      rescue Errno::ENOENT
+        :missing
+      end
 
       # The statement's first row as an Array (nil when there is none), read without the connection's result
       # settings, the statement closed whatever happens.

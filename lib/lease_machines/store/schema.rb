@@ -1,0 +1,79 @@
+# frozen_string_literal: true
+
+module LeaseMachines
+  class Store
+    class SQLite
+      # The lease store's tables on one connection: created where none exist, then checked, so that a table of the
+      # same name but another shape (another gem's, a hand-made one, a newer format) is refused when the store opens
+      # rather than failing at some later request.
+      module Schema
+        # The format this version reads and writes (the one row of lease_machines_schema).
+        FORMAT = 1
+        TABLES = %w[lease_machines_schema lease_machines_leases lease_machines_fences].freeze
+        # Each column as [name, declared type], as PRAGMA table_info reports it.
+        COLUMNS = "SELECT name, type FROM pragma_table_info(?) ORDER BY cid"
+        READ_FORMAT = "SELECT format FROM lease_machines_schema WHERE id = 1"
+
+        module_function
+
+        # Creates what is missing (only outside a transaction: inside one, the application's, the schema must already
+        # be there), then checks every table's columns and the format. Raises StoreError for a mismatch,
+        # SQLite3::Exception when the database cannot be read.
+        def prepare(adapter)
+          missing = TABLES.reject { |table| adapter.rows(COLUMNS, table).any? }
+          check_columns(adapter, TABLES - missing) # before anything is written into a database of another shape
+          if missing.any? || format_of(adapter).nil?
+            if adapter.in_transaction?
+              refuse(adapter, "its tables (#{missing.join(", ")}) are missing and a transaction is open on the " \
+                              "connection: run the schema (LeaseMachines::Store::SCHEMA) or the install " \
+                              "generator's migration first")
+            end
+            adapter.connection.execute_batch(SCHEMA)
+          end
+          check(adapter)
+        end
+
+        def check(adapter)
+          check_columns(adapter, TABLES)
+          format = format_of(adapter)
+          return if format == FORMAT
+
+          refuse(adapter, "its schema is format #{Store.shown(format)}; this lease_machines reads format #{FORMAT} " \
+                          "only")
+        end
+
+        def check_columns(adapter, tables)
+          tables.each do |table|
+            found = adapter.rows(COLUMNS, table)
+            expected = expected_columns.fetch(table)
+            next if found == expected
+
+            refuse(adapter, "#{table} is not the lease store's table (columns #{describe(found)}; format #{FORMAT} " \
+                            "has #{describe(expected)})")
+          end
+        end
+
+        def format_of(adapter)
+          adapter.rows(COLUMNS, "lease_machines_schema").empty? ? nil : adapter.rows(READ_FORMAT).first&.first
+        end
+
+        # The columns SCHEMA declares, read once from an in-memory database that ran it.
+        def expected_columns
+          @expected_columns ||= begin
+            database = SQLite3::Database.new(":memory:")
+            database.execute_batch(SCHEMA)
+            TABLES.to_h { |table| [table, database.execute(COLUMNS, [table]).freeze] }.freeze
+          ensure
+            database&.close
+          end
+        end
+
+        def describe(columns) = columns.map { |name, type| "#{name} #{type}" }.join(", ")
+
+        def refuse(adapter, why)
+          raise StoreError, "#{adapter.name} is not a lease store of this version: #{why}"
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,96 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
+
+# What the store checks about its database when it opens it and at each request: the schema's shape and format,
+# the file still being the one at the path, and a connection it is given left as the application set it.
+class StoreSchemaTest < Minitest::Test
+  R = "nightly-report"
+
+  def setup
+    requires_sqlite3!
+    @dir = scratch_dir("lease-schema")
+    @path = File.join(@dir, "leases.sqlite3")
+  end
+
+  def refused_at_open(database)
+    assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(database) }
+  end
+
+  def test_a_foreign_table_of_the_same_name_is_refused_before_anything_is_written
+    db = SQLite3::Database.new(@path)
+    db.execute("CREATE TABLE lease_machines_leases (resource TEXT PRIMARY KEY, owner REAL, token INTEGER, " \
+               "expires_at REAL, last_issued INTEGER, observed REAL, revision INTEGER)")
+    error = refused_at_open(@path)
+    assert_match(/leases\.sqlite3 is not a lease store of this version: lease_machines_leases is not the lease /,
+                 error.message)
+    assert_match(/\(columns resource TEXT, owner REAL, token INTEGER, .*; format 1 has resource TEXT, owner INTEGER, /,
+                 error.message)
+    tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").flatten
+    assert_equal ["lease_machines_leases"], tables, "nothing was created in a database of another shape"
+    db.close
+  end
+
+  def test_another_format_is_refused
+    LeaseMachines::Store.new(@path).close
+    db = SQLite3::Database.new(@path)
+    db.execute("UPDATE lease_machines_schema SET format = 2")
+    db.close
+    error = refused_at_open(@path)
+    assert_match(/is not a lease store of this version: its schema is format 2; this lease_machines reads format 1 /,
+                 error.message)
+  end
+
+  def test_a_database_of_the_first_release_without_the_format_row_is_taken_over
+    db = SQLite3::Database.new(@path)
+    db.execute_batch(LeaseMachines::Store::SCHEMA.sub(/-- The schema's format.*?DO NOTHING;/m, ""))
+    db.execute("INSERT INTO lease_machines_leases (resource, last_issued, observed, revision) VALUES ('r', 4, 0, 4)")
+    db.close
+    store = LeaseMachines::Store.new(@path)
+    assert_equal 5, store.acquire(resource: "r", owner: 1, ttl: 1.0, now: 1.0).lease.token
+    assert_equal [[1]], store.database.execute("SELECT format FROM lease_machines_schema")
+    store.close
+  end
+
+  def test_a_deleted_database_file_is_refused_instead_of_granting_into_the_unlinked_file
+    store = LeaseMachines::Store.new(@path)
+    store.acquire(resource: R, owner: 7, ttl: 1.0, now: 0.0)
+    Dir[File.join(@dir, "leases.sqlite3*")].each { File.delete(_1) }
+    error = assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 1.0, now: 5.0) }
+    assert_match(/leases\.sqlite3: the database file was deleted or replaced while the store had it open; /,
+                 error.message)
+    assert_raises(LeaseMachines::StoreError) { store.checkpoint(resource: R) }
+    store.close
+    fresh = LeaseMachines::Store.new(@path)
+    assert_nil fresh.checkpoint(resource: R).last_issued, "a new file: the store says so rather than reissuing"
+    fresh.close
+  end
+
+  def test_a_replaced_database_file_is_refused
+    store = LeaseMachines::Store.new(@path)
+    other = File.join(@dir, "other.sqlite3")
+    LeaseMachines::Store.new(other).close
+    File.rename(other, @path)
+    error = assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 1.0, now: 5.0) }
+    assert_match(/was deleted or replaced/, error.message)
+    store.close
+  end
+
+  def test_a_given_connection_keeps_its_own_settings
+    db = SQLite3::Database.new(@path)
+    db.busy_timeout = 30_000
+    db.execute("PRAGMA synchronous = NORMAL")
+    before = [db.get_first_value("PRAGMA journal_mode"), db.get_first_value("PRAGMA synchronous")]
+    store = LeaseMachines::Store.new(db)
+    store.acquire(resource: R, owner: 7, ttl: 1.0, now: 0.0)
+    assert_equal before, [db.get_first_value("PRAGMA journal_mode"), db.get_first_value("PRAGMA synchronous")]
+    assert_equal %w[delete], [before.first], "SQLite's own default journal, not the store's WAL"
+    store.close
+    db.close
+    opened = LeaseMachines::Store.new(@path)
+    assert_equal ["wal", 2], [opened.database.get_first_value("PRAGMA journal_mode"),
+                              opened.database.get_first_value("PRAGMA synchronous")]
+    opened.close
+  end
+end
