@@ -44,6 +44,20 @@ class TimeConversionTest < Minitest::Test
     assert_raises(ArgumentError) { LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: 2.0**64 * 2) }
   end
 
+  # An Integer stands for the Float it converts to: one bound for both kinds of number.
+  def test_integer_and_float_seconds_share_one_bound
+    [2**64, 2**64 + 1, 2**64 - 1].each do |seconds|
+      assert_equal LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: seconds.to_f),
+                   LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: seconds), "#{seconds} reads as #{seconds.to_f}"
+    end
+    assert_equal :deadline_overflow, LeaseMachines::Authority.new.acquire(owner: 1, now: 1.0, ttl: 2**64).reason
+    ill_typed!
+    { 2**65 => (2**65).to_s, 2**1100 => "an Integer of 1101 bits" }.each do |seconds, shown|
+      error = assert_raises(ArgumentError) { LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: seconds) }
+      assert_equal "expires_at must be finite, non-negative seconds up to 2**64, got #{shown}", error.message
+    end
+  end
+
   def test_a_deadline_near_the_end_of_time_stays_usable
     authority = LeaseMachines::Authority.new
     lease = authority.acquire(owner: 1, now: 2.0**64 - 2048, ttl: 2000.0).lease

@@ -28,7 +28,7 @@ use std::cell::{Ref, RefCell, RefMut};
 
 use lease_machines::{check_resource_name, FencingToken, OwnerId};
 use magnus::encoding::{EncodingCapable, RbEncoding};
-use magnus::{value::ReprValue, Error, Float, Integer, RArray, RString, Ruby, Value};
+use magnus::{value::ReprValue, Error, Float, Integer, RArray, RString, Ruby, TryConvert, Value};
 
 use crate::data::{DataClass, Members};
 
@@ -293,8 +293,9 @@ pub fn seconds_arg(ruby: &Ruby, name: &str, value: Value) -> Result<Duration, Er
         return duration_of(float.to_f64()).ok_or_else(invalid);
     }
     if let Some(integer) = Integer::from_value(value) {
-        // Integers are converted to Float first, like every time the gem accepts.
-        return integer.to_u64().ok().and_then(|whole| duration_of(whole as f64)).ok_or_else(invalid);
+        // An Integer stands for the Float it converts to (`Integer#to_f`), so one rule bounds both: `2**64` is
+        // accepted as `2.0**64` is, and an Integer too large for any Float is refused as infinity is.
+        return f64::try_convert(integer.as_value()).ok().and_then(duration_of).ok_or_else(invalid);
     }
     Err(type_error(ruby, name, "seconds as a Float or an Integer", value))
 }
