@@ -11,6 +11,13 @@ class ActiveJobDeclarationTest < Minitest::Test
     job_class(:DeclaredJob).holds_lease(**options)
   end
 
+  # A named subclass of +parent+ (ActiveJob needs named classes to enqueue).
+  def subclass(name, parent)
+    support = LeaseMachines::ActiveJobSupport
+    support.send(:remove_const, name) if support.const_defined?(name, false)
+    support.const_set(name, Class.new(parent))
+  end
+
   def refused(error_class, pattern, **options)
     error = assert_raises(error_class) { declare(**options) }
     assert_match pattern, error.message
@@ -68,6 +75,164 @@ class ActiveJobDeclarationTest < Minitest::Test
     refused(ArgumentError, /attempts: must be at least 1/, key: key, ttl: 30.0, attempts: 0)
     refused(ArgumentError, /unknown option ttl_seconds/, key: key, ttl: 30.0, ttl_seconds: 1)
     refused(TypeError, /group: must be a String or Symbol/, key: key, ttl: 30.0, group: 7)
+  end
+
+  def test_the_cores_schedule_errors_say_holds_lease
+    refused(ArgumentError, /\Aholds_lease: a cadence needs 0 < renew_every < ttl and warn_before < ttl, got ttl=10.0/,
+            key: ->(k) { k }, ttl: 10.0, renew_every: 10.0)
+    refused(ArgumentError, /\Aholds_lease: a cadence needs .* warn_before=12.0\z/,
+            key: ->(k) { k }, ttl: 10.0, renew_every: 1.0, warn_before: 12.0)
+  end
+
+  def test_seconds_the_core_cannot_count_are_refused_when_declared
+    key = ->(k) { k }
+    limit = Regexp.escape("must be at most 2**63 seconds (about 292 billion years: a longer one overflows the " \
+                          "lease's deadline)")
+    refused(ArgumentError, /\Aholds_lease: ttl: #{limit}, got 18446744073709551616\z/, key: key, ttl: 2**64)
+    refused(ArgumentError, /\Aholds_lease: ttl: #{limit}, got 1.8446744073709552e\+19\z/, key: key, ttl: 2.0**64)
+    refused(ArgumentError, /\Aholds_lease: ttl: #{limit}/, key: key, ttl: (2**63) + 1)
+    refused(ArgumentError, /\Aholds_lease: renew_every: #{limit}/, key: key, ttl: 30.0, renew_every: 2**64)
+    refused(ArgumentError, /\Aholds_lease: warn_before: #{limit}/, key: key, ttl: 30.0, warn_before: 2**70)
+    refused(ArgumentError, /\Aholds_lease: wait: #{limit}/, key: key, ttl: 30.0, wait: 2**64)
+    refused(ArgumentError, /\Aholds_lease: ttl: #{limit}, got an Integer of 1329 bits\z/, key: key, ttl: 10**400)
+    refused(ArgumentError, /\Aholds_lease: ttl: must be positive and finite, got Infinity\z/,
+            key: key, ttl: Float::INFINITY)
+    error = assert_raises(ArgumentError) { LeaseMachines::ActiveJob.configuration.default_ttl = 2**64 }
+    assert_match(/\Adefault_ttl #{limit}, got 18446744073709551616\z/, error.message)
+    assert_nil LeaseMachines::ActiveJob.configuration.default_ttl
+
+    job = job_class(:AgelessJob) do
+      holds_lease key: ->(k) { k }, ttl: 2**63
+      def perform(_k) = nil
+    end
+    job.perform_now("acme") # the longest TTL: granted, its deadline counted without overflow
+
+    # 1000 + 2**63 seconds, reported as the first Float at or after it (Floats are 2048 s apart there).
+    assert_equal [[1, (2.0**63).next_float]], events_named(:acquire).map { [_1[:token], _1[:expires_at]] }
+    assert_empty events_named(:conflict)
+  end
+
+  def test_group_nil_is_refused_as_nil_and_only_an_anonymous_class_needs_a_group
+    error = assert_raises(ArgumentError) { declare(key: ->(k) { k }, ttl: 30.0, group: nil) }
+    assert_equal "holds_lease: group: must not be nil (omit it to use the class name)", error.message
+
+    anonymous = Class.new(::ActiveJob::Base) { include LeaseMachines::ActiveJob }
+    error = assert_raises(ArgumentError) { anonymous.holds_lease(key: ->(k) { k }, ttl: 30.0) }
+    assert_equal "holds_lease: group: is required for an anonymous job class (#{anonymous.inspect})", error.message
+    assert_equal "reports", anonymous.holds_lease(key: ->(k) { k }, ttl: 30.0, group: :reports).group
+  end
+
+  def test_a_group_in_another_encoding_is_converted_to_utf8
+    group = declare(key: ->(k) { k }, ttl: 30.0, group: "comptes-réglés".encode("UTF-16LE")).group
+
+    assert_equal ["comptes-réglés", Encoding::UTF_8], [group, group.encoding]
+    refused(ArgumentError, /\Aholds_lease: group: "\\xFF" is not valid UTF-8 \(ASCII-8BIT, read by its bytes\)\z/,
+            key: ->(k) { k }, ttl: 30.0, group: "\xFF".b)
+  end
+
+  # A subclass is another job: its own group (its class name) unless the declaration named one.
+  def test_a_subclass_takes_its_leases_in_its_own_group_unless_a_group_was_given
+    parent = job_class(:ParentJob) do
+      holds_lease key: ->(k) { k }, ttl: 30.0
+      def perform(_k) = nil
+    end
+    subclass(:ChildJob, parent).perform_now("acme")
+    parent.perform_now("acme")
+    Class.new(parent).perform_now("acme") # no name of its own: the declaring class's group
+
+    assert_equal [["LeaseMachines::ActiveJobSupport::ChildJob:acme", 1],
+                  ["LeaseMachines::ActiveJobSupport::ParentJob:acme", 1],
+                  ["LeaseMachines::ActiveJobSupport::ParentJob:acme", 2]],
+                 events_named(:acquire).map { [_1[:resource], _1[:token]] }
+    assert_kind_of LeaseMachines::ActiveJobSupport::ChildJob, events_named(:acquire).first[:job]
+
+    grouped = job_class(:GroupedParentJob) do
+      holds_lease key: ->(k) { k }, ttl: 30.0, group: "accounts"
+      def perform(_k) = nil
+    end
+    subclass(:GroupedChildJob, grouped).perform_now("acme")
+    grouped.perform_now("acme")
+
+    assert_equal [["accounts:acme", 1], ["accounts:acme", 2]],
+                 events_named(:acquire).last(2).map { [_1[:resource], _1[:token]] }
+  end
+
+  def test_keys_in_another_encoding_are_converted_to_utf8
+    job = job_class(:EncodedJob) do
+      holds_lease key: ->(value) { value }, ttl: 30.0
+      def perform(_value) = nil
+    end
+    job.perform_now("relevé".encode("UTF-16LE"))
+    job.perform_now("relevé".b) # read by its bytes, as every resource name is
+    job.perform_now("relevé".dup.force_encoding("US-ASCII")) # UTF-8 read under the C locale
+    job.perform_now(["日本".encode("Shift_JIS"), "été".encode("ISO-8859-1").to_sym])
+
+    resources = events_named(:acquire).map { _1[:resource] }
+    group = "LeaseMachines::ActiveJobSupport::EncodedJob"
+    assert_equal ["#{group}:relevé"] * 3 + ["#{group}:日本,été"], resources
+    assert_equal [Encoding::UTF_8], resources.map(&:encoding).uniq
+    assert_equal [1, 2, 3, 1], events_named(:acquire).map { _1[:token] }, "one resource, whatever the encoding"
+  end
+
+  def test_keys_that_cannot_be_utf8_are_refused_naming_them
+    job = job_class(:MisencodedJob) do
+      holds_lease key: ->(value) { value }, ttl: 30.0
+      def perform(_value) = nil
+    end
+    error = assert_raises(ArgumentError) { job.perform_now("\xD8\x00".dup.force_encoding("UTF-16BE")) }
+    assert_match(/\Athe lease key "\\xD8\\x00" cannot be converted from UTF-16BE to UTF-8 \(/, error.message)
+    error = assert_raises(ArgumentError) { job.perform_now(["ok", "caf\xE9".dup.force_encoding("UTF-8")]) }
+    assert_equal 'the lease key "caf\xE9" is not valid UTF-8 (UTF-8, read by its bytes)', error.message
+    error = assert_raises(ArgumentError) { job.perform_now("\xFF\xFE".b) }
+    assert_equal 'the lease key "\xFF\xFE" is not valid UTF-8 (ASCII-8BIT, read by its bytes)', error.message
+    assert_empty events_named(:acquire)
+  end
+
+  def test_an_empty_key_is_refused
+    job = job_class(:EmptyKeyJob) do
+      holds_lease key: ->(value) { value }, ttl: 30.0
+      def perform(_value) = nil
+    end
+
+    assert_equal "the lease key is an empty String", assert_raises(ArgumentError) { job.perform_now("") }.message
+    assert_equal "the lease key is an empty Symbol", assert_raises(ArgumentError) { job.perform_now(:"") }.message
+    assert_equal "the lease key is an empty String",
+                 assert_raises(ArgumentError) { job.perform_now(["a", ""]) }.message
+    assert_empty events_named(:acquire)
+  end
+
+  def test_a_basic_object_is_a_type_error_saying_so
+    ill_typed!
+    basic = BasicObject.new
+    key = ->(k) { k }
+    refused(TypeError, /\Aholds_lease: key: must be a Proc or lambda of the job's arguments, got BasicObject\z/,
+            key: basic, ttl: 30.0)
+    refused(TypeError, /\Aholds_lease: group: must be a String or Symbol, got BasicObject\z/,
+            key: key, ttl: 30.0, group: basic)
+    refused(TypeError, /\Aholds_lease: ttl: must be a Duration or Float seconds, got BasicObject\z/,
+            key: key, ttl: basic)
+    refused(TypeError, /\Aholds_lease: attempts: must be an Integer, got BasicObject\z/,
+            key: key, ttl: 30.0, attempts: basic)
+    refused(ArgumentError, /\Aholds_lease: on_conflict: must be one of .*, got BasicObject\z/,
+            key: key, ttl: 30.0, on_conflict: basic)
+    config = LeaseMachines::ActiveJob.configuration
+    assert_equal "default_ttl must be a Duration or Float seconds, got BasicObject",
+                 assert_raises(TypeError) { config.default_ttl = basic }.message
+    assert_equal "clock must respond to call, got BasicObject",
+                 assert_raises(TypeError) { config.clock = basic }.message
+    assert_raises(TypeError) { config.executor = basic }
+    assert_raises(TypeError) { config.error_handler = basic }
+    assert_raises(TypeError) { config.jitter = basic }
+    assert_raises(TypeError) { LeaseMachines::ActiveJob.store = basic }
+    assert_raises(TypeError) { LeaseMachines::ActiveJob.fence_record = basic }
+
+    job = job_class(:BasicKeyJob) do
+      holds_lease key: ->(_value) { BasicObject.new }, ttl: 30.0
+      def perform(_value) = nil
+    end
+    error = assert_raises(TypeError) { job.perform_now("acme") }
+    assert_equal "the lease key must be a record, String, Symbol, Integer or an Array of them, got BasicObject",
+                 error.message
   end
 
   def test_a_lease_is_declared_once_per_job_class

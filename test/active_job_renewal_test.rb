@@ -7,9 +7,9 @@ require "active_job_support"
 class ActiveJobRenewalTest < Minitest::Test
   include LeaseMachines::ActiveJobSupport
 
-  def leased_job(&body)
+  def leased_job(ttl: 30.0, renew_every: 10.0, warn_before: 5.0, &body)
     job_class(:RenewedJob) do
-      holds_lease key: ->(key) { key }, ttl: 30.0, renew_every: 10.0, warn_before: 5.0
+      holds_lease key: ->(key) { key }, ttl: ttl, renew_every: renew_every, warn_before: warn_before
       define_method(:perform) { |_key| body.call(self) }
     end
   end
@@ -78,6 +78,50 @@ class ActiveJobRenewalTest < Minitest::Test
     assert_equal [resource], events_named(:thread_error).map { _1[:resource] }.uniq
     assert_equal [[:held, nil, 0.0]], events_named(:at_risk).map { [_1[:previous], _1[:reason], _1[:remaining]] }
     assert_equal [[:at_risk, :stale_token]], events_named(:lost).map { [_1[:previous], _1[:reason]] }
+  end
+
+  # A store factory that opens the job's store, then +renewer+ for the renewer's (nil, a broken factory, at first).
+  def store_factory(renewer)
+    path = self.path
+    clock = self.clock
+    opened = 0
+    LeaseMachines::ActiveJob.store = lambda do
+      opened += 1
+      opened == 1 ? FlakyStore.new(path, clock: clock.to_proc) : renewer.call
+    end
+  end
+
+  def test_failures_back_off_and_a_clean_pass_ends_the_backoff
+    broken = true
+    own = nil
+    store_factory(-> { own = FlakyStore.new(path, clock: clock.to_proc) unless broken })
+    waits = []
+    leased_job do |job|
+      clock.advance(10.0)
+      6.times { waits << renewer.renew_due } # a tenth of renew_every, doubled each time, at most renew_every
+      broken = false
+      waits << renewer.renew_due # renewed: the next renewal is due renew_every after the first attempt
+      waits << job.lease.state
+      clock.advance(10.0)
+      own.failing = true # the renewer's store, kept: a failure after a clean pass backs off from the start
+      waits << renewer.renew_due
+    end.perform_now("acme")
+
+    assert_equal [1.0, 2.0, 4.0, 8.0, 10.0, 10.0, 10.0, :held, 1.0], waits
+    assert_equal [TypeError] * 6 + [LeaseMachines::StoreError], @errors.map { _1.first.class }
+    assert_equal "the store factory returned nil, not a LeaseMachines::Store", @errors.first.first.message
+    assert_equal 7, events_named(:thread_error).size
+  end
+
+  def test_a_short_renew_every_backs_off_no_sooner_than_a_tenth_of_a_second
+    store_factory(-> {})
+    waits = []
+    leased_job(ttl: 0.6, renew_every: 0.15, warn_before: 0.15) do
+      clock.advance(0.15)
+      6.times { waits << renewer.renew_due.round(9) }
+    end.perform_now("acme")
+
+    assert_equal [0.1, 0.1, 0.1, 0.12, 0.15, 0.15], waits
   end
 
   def test_a_background_renewer_stops_renewing_when_the_job_ends

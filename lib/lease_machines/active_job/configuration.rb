@@ -14,8 +14,10 @@ module LeaseMachines
     # - +error_handler+: called with (error, context) for the renewer's errors when Rails.error is not there.
     # - +renewal+: :background (a renewer thread per process) or :manual (Renewer#renew_due is called by hand).
     # - +jitter+: the fraction of renew_every the renewer's sleep varies by (0.1).
-    # - +default_ttl+: the TTL of a +holds_lease+ that names none, Float seconds (a Duration is converted); nil (the
-    #   default) makes +ttl:+ required. Read when the job class declares its lease.
+    # - +default_ttl+: the TTL of a +holds_lease+ that names none, Float seconds (a Duration is converted), at most
+    #   Declaration::MAX_SECONDS; nil (the default) makes +ttl:+ required. Read when the job class declares its lease.
+    #
+    # A setter given a value it cannot use raises TypeError or ArgumentError, whatever the value (a BasicObject too).
     class Configuration
       MONOTONIC = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }
       WARN = ->(error, context) { warn("lease_machines: #{context[:during]}: #{error.class}: #{error.message}") }
@@ -35,7 +37,7 @@ module LeaseMachines
       end
 
       def store=(store)
-        unless store.nil? || store.is_a?(Store) || store.respond_to?(:call)
+        unless nil.equal?(store) || Store === store || ResourceKey.responds?(store, :call)
           raise TypeError, "store must be a LeaseMachines::Store or a factory of them, got #{Store.shown(store)}"
         end
 
@@ -43,7 +45,7 @@ module LeaseMachines
       end
 
       def fence_record=(record)
-        unless record.nil? || (record.is_a?(Class) && record.respond_to?(:with_connection))
+        unless nil.equal?(record) || (Class === record && record.respond_to?(:with_connection))
           raise TypeError, "fence_record must be an ActiveRecord class, got #{Store.shown(record)}"
         end
 
@@ -51,13 +53,15 @@ module LeaseMachines
       end
 
       def clock=(clock)
-        raise TypeError, "clock must respond to call, got #{Store.shown(clock)}" unless clock.respond_to?(:call)
+        unless ResourceKey.responds?(clock, :call)
+          raise TypeError, "clock must respond to call, got #{Store.shown(clock)}"
+        end
 
         @clock = clock
       end
 
       def executor=(executor)
-        unless executor.nil? || executor.respond_to?(:wrap)
+        unless nil.equal?(executor) || ResourceKey.responds?(executor, :wrap)
           raise TypeError, "executor must respond to wrap, got #{Store.shown(executor)}"
         end
 
@@ -65,7 +69,7 @@ module LeaseMachines
       end
 
       def error_handler=(handler)
-        unless handler.respond_to?(:call)
+        unless ResourceKey.responds?(handler, :call)
           raise TypeError, "error_handler must respond to call, got #{Store.shown(handler)}"
         end
 
@@ -81,7 +85,7 @@ module LeaseMachines
       end
 
       def jitter=(jitter)
-        unless jitter.is_a?(Float) || jitter.is_a?(Integer)
+        unless Float === jitter || Integer === jitter
           raise TypeError, "jitter must be Float, got #{Store.shown(jitter)}"
         end
         raise ArgumentError, "jitter must be in 0...1, got #{jitter}" unless jitter >= 0 && jitter < 1
@@ -90,15 +94,21 @@ module LeaseMachines
       end
 
       def default_ttl=(ttl)
-        ttl = ttl.to_f if defined?(ActiveSupport::Duration) && ttl.is_a?(ActiveSupport::Duration)
-        unless ttl.nil? || ttl.is_a?(Float) || ttl.is_a?(Integer)
+        return @default_ttl = nil if nil.equal?(ttl)
+
+        ttl = ttl.to_f if defined?(ActiveSupport::Duration) && ActiveSupport::Duration === ttl
+        unless Float === ttl || Integer === ttl
           raise TypeError, "default_ttl must be a Duration or Float seconds, got #{Store.shown(ttl)}"
         end
-        unless ttl.nil? || (ttl.positive? && ttl.to_f.finite?)
-          raise ArgumentError, "default_ttl must be positive and finite, got #{ttl}"
+        unless ttl.positive? && (Integer === ttl || ttl.finite?)
+          raise ArgumentError, "default_ttl must be positive and finite, got #{Store.shown(ttl)}"
+        end
+        if ttl > Declaration::MAX_SECONDS
+          raise ArgumentError, "default_ttl must be at most 2**63 seconds (about 292 billion years: a longer one " \
+                               "overflows the lease's deadline), got #{Store.shown(ttl)}"
         end
 
-        @default_ttl = ttl&.to_f
+        @default_ttl = ttl.to_f
       end
 
       # The fence record in use: the configured one, else ActiveRecord::Base.

@@ -5,9 +5,21 @@ module LeaseMachines
     # What a job class declared with +holds_lease+, checked once when the class is defined: the key proc, the group,
     # the renewal schedule (a Cadence, checked by the core: 0 < renew_every < ttl, warn_before < ttl) and what to do
     # when another owner holds the lease.
+    #
+    # - Seconds (+ttl+, +renew_every+, +warn_before+, +wait+) are a Duration or a number, positive and at most
+    #   MAX_SECONDS: 2**63 seconds (about 292 billion years), the longest TTL whose deadline (now + ttl, counted by
+    #   the core in nanoseconds up to about 2**64 seconds) cannot overflow for any clock reading below 2**63 seconds,
+    #   the wall clock's Unix time included. A longer one would be accepted here and refused at every perform.
+    # - The group (the first part of the resource name, "GROUP:KEY") is +group:+, else the job's class name; it is
+    #   converted to UTF-8. A subclass of the declaring class inherits its lease but is another job: it takes its
+    #   leases in its own group, its own class name (a ChildJob's resource is "ChildJob:42", not "ParentJob:42", so
+    #   the two do not exclude each other), unless the declaration gave +group:+, which every subclass then shares.
+    #   An anonymous subclass, having no name of its own, uses the declaring class's group.
     class Declaration
       CONFLICT_ACTIONS = %i[retry discard raise].freeze
       OPTIONS = %i[key ttl renew_every warn_before on_conflict wait attempts group].freeze
+      # The longest length of time an option accepts, in seconds (see above).
+      MAX_SECONDS = 2**63
 
       attr_reader :key, :group, :cadence, :on_conflict, :wait, :attempts
 
@@ -21,14 +33,16 @@ module LeaseMachines
         @key = key_proc(options.fetch(:key) do
           raise ArgumentError, "holds_lease: key: is required (a proc of the job's arguments)"
         end)
-        @group = group_name(options.fetch(:group, job_class.name), job_class)
+        @job_class = job_class
+        @explicit_group = options.key?(:group)
+        @group = group_name(options.fetch(:group) { job_class.name }, job_class)
         ttl = seconds(:ttl, options.fetch(:ttl) do
           ActiveJob.configuration.default_ttl or
             raise ArgumentError, "holds_lease: ttl: is required (or a default_ttl in the configuration)"
         end)
         renew_every = seconds(:renew_every, options.fetch(:renew_every, ttl / 3.0))
         warn_before = seconds(:warn_before, options.fetch(:warn_before, renew_every))
-        @cadence = Cadence.new(ttl: ttl, renew_every: renew_every, warn_before: warn_before)
+        @cadence = schedule(ttl, renew_every, warn_before)
         @on_conflict = conflict_action(options.fetch(:on_conflict, :retry))
         if @on_conflict != :retry && (options.key?(:wait) || options.key?(:attempts))
           raise ArgumentError,
@@ -36,39 +50,68 @@ module LeaseMachines
         end
         @wait = seconds(:wait, options.fetch(:wait, renew_every))
         @attempts = count(:attempts, options.fetch(:attempts, 10))
+        @subclasses = ObjectSpace::WeakMap.new
         freeze
       end
 
       def ttl = cadence.ttl
 
+      # The declaration a perform of +job_class+ (the declaring class or a subclass of it) runs with: this one, or for
+      # a named subclass when no +group:+ was given, the same declaration in the subclass's own group.
+      def for_job_class(job_class)
+        return self if @explicit_group || job_class.equal?(@job_class) || job_class.name.nil?
+
+        @subclasses[job_class] ||= dup.__send__(:regroup, job_class)
+      end
+
       private
 
+      def regroup(job_class)
+        @job_class = job_class
+        @group = group_name(job_class.name, job_class)
+        @subclasses = nil
+        freeze
+      end
+
       def key_proc(key)
-        return key if key.respond_to?(:call)
+        return key if ResourceKey.responds?(key, :call)
 
         raise TypeError, "holds_lease: key: must be a Proc or lambda of the job's arguments, got #{Store.shown(key)}"
       end
 
       def group_name(group, job_class)
-        if group.nil?
+        if nil.equal?(group)
+          raise ArgumentError, "holds_lease: group: must not be nil (omit it to use the class name)" if @explicit_group
+
           raise ArgumentError, "holds_lease: group: is required for an anonymous job class (#{job_class.inspect})"
         end
-        unless group.is_a?(String) || group.is_a?(Symbol)
+        unless String === group || Symbol === group
           raise TypeError, "holds_lease: group: must be a String or Symbol, got #{Store.shown(group)}"
         end
         raise ArgumentError, "holds_lease: group: is empty" if group.empty?
 
-        group.to_s
+        ResourceKey.utf8(group.to_s, "holds_lease: group: #{Store.shown(group)}")
+      end
+
+      # The schedule, checked by the core; its ArgumentError said as every holds_lease error is.
+      def schedule(ttl, renew_every, warn_before)
+        Cadence.new(ttl: ttl, renew_every: renew_every, warn_before: warn_before)
+      rescue ArgumentError => e
+        raise ArgumentError, "holds_lease: #{e.message}"
       end
 
       # An ActiveSupport::Duration (30.seconds) or a number of seconds, as Float seconds.
       def seconds(name, value)
-        value = value.to_f if defined?(ActiveSupport::Duration) && value.is_a?(ActiveSupport::Duration)
-        unless value.is_a?(Integer) || value.is_a?(Float)
+        value = value.to_f if defined?(ActiveSupport::Duration) && ActiveSupport::Duration === value
+        unless Integer === value || Float === value
           raise TypeError, "holds_lease: #{name}: must be a Duration or Float seconds, got #{Store.shown(value)}"
         end
-        unless value.positive? && value.to_f.finite?
-          raise ArgumentError, "holds_lease: #{name}: must be positive and finite, got #{value}"
+        unless value.positive? && (Integer === value || value.finite?)
+          raise ArgumentError, "holds_lease: #{name}: must be positive and finite, got #{Store.shown(value)}"
+        end
+        if value > MAX_SECONDS
+          raise ArgumentError, "holds_lease: #{name}: must be at most 2**63 seconds (about 292 billion years: a " \
+                               "longer one overflows the lease's deadline), got #{Store.shown(value)}"
         end
 
         value.to_f
@@ -82,7 +125,7 @@ module LeaseMachines
       end
 
       def count(name, value)
-        unless value.is_a?(Integer)
+        unless Integer === value
           raise TypeError, "holds_lease: #{name}: must be an Integer, got #{Store.shown(value)}"
         end
         raise ArgumentError, "holds_lease: #{name}: must be at least 1, got #{value}" unless value >= 1

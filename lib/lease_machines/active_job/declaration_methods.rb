@@ -5,15 +5,16 @@ module LeaseMachines
     # The one class macro a job class gains.
     module ClassMethods
       # Declares that each perform holds a lease on the resource +key+ names (a proc of the job's arguments), taken in
-      # around_perform and renewed while the job runs. See Declaration for the options.
+      # around_perform and renewed while the job runs. See Declaration for the options, and for the group a subclass
+      # takes its leases in.
       def holds_lease(**options)
         if Declarations.declared?(self)
-          raise ArgumentError, "holds_lease: #{name} already holds a lease (declared once per job class)"
+          raise ArgumentError, "holds_lease: #{name || inspect} already holds a lease (declared once per job class)"
         end
 
         declaration = Declaration.new(self, **options)
         Declarations.declare(self, declaration)
-        around_perform { |job, block| Execution.perform(job, declaration, &block) }
+        around_perform { |job, block| Execution.perform(job, declaration.for_job_class(job.class), &block) }
         declaration
       end
     end
