@@ -60,7 +60,9 @@ module LeaseMachines
       LeaseMachines::ActiveJob.renewer.stop # a background renewer left by another file (the README's examples)
       # Fenced writes take the write lock at BEGIN: a deferred transaction that read first can fail with "database is
       # locked" (SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out) when another connection wrote in between.
-      ActiveRecord::Base.establish_connection(adapter: "sqlite3", database: @path, default_transaction_mode: :immediate)
+      # A busy timeout, as Rails' own database.yml sets one: the store leaves the application's connection as it is.
+      ActiveRecord::Base.establish_connection(adapter: "sqlite3", database: @path, default_transaction_mode: :immediate,
+                                              timeout: 5_000)
       ActiveRecord::Schema.define do
         create_table(:accounts) { |t| t.string :name }
         create_table(:reports) { |t| t.string :body; t.integer :token }

@@ -16,30 +16,36 @@ module LeaseMachines
 
       module_function
 
+      # Asynchronous exceptions (Timeout, Thread#raise, Thread#kill) are deferred from before the grant until the
+      # lease is in the hands of the ensure that releases it, and again while it is released: one landing while the
+      # grant commits acts once the job is running, and the lease is still released. Only the job's own work runs
+      # interruptible.
       def perform(job, declaration)
         configuration = ActiveJob.configuration
         resource = ResourceKey.resource_name(declaration.group, declaration.key.call(*job.arguments))
         owner = SecureRandom.random_number(MAX_OWNER) + 1
-        sent = configuration.clock.call
-        decision = ActiveJob.pool.with do |store|
-          store.acquire(resource: resource, owner: owner, ttl: declaration.ttl)
-        end
-        return conflict(job, declaration, resource, owner, decision) unless decision.granted?
+        Thread.handle_interrupt(Object => :never) do
+          sent = configuration.clock.call
+          store_clock = nil
+          decision = ActiveJob.pool.with do |store|
+            refuse_own_transaction(store, configuration)
+            store_clock = store.clock
+            store.acquire(resource: resource, owner: owner, ttl: declaration.ttl)
+          end
+          return conflict(job, declaration, resource, owner, decision) unless decision.granted?
 
-        # Everything after the grant runs inside the begin whose ensure releases the lease: a raise there (a subscriber
-        # of +acquire+, say) would otherwise leave the key blocked for the whole TTL.
-        lease = JobLease.new(job: job, resource: resource, lease: decision.lease, sent_at: sent,
-                             cadence: declaration.cadence, clock: configuration.clock)
-        begin
-          job.instance_variable_set(:@lease_machines_lease, lease)
-          lease.instrument(:acquire, ttl: declaration.ttl, expires_at: lease.expires_at)
-          ActiveJob.renewer.register(lease)
-          prepare_fence(configuration)
-          yield
-        ensure
-          ActiveJob.renewer.unregister(lease)
-          lease.finish
-          release(lease, configuration)
+          lease = JobLease.new(job: job, resource: resource, lease: decision.lease, sent_at: sent,
+                               cadence: declaration.cadence, clock: configuration.clock, store_clock: store_clock)
+          begin
+            job.instance_variable_set(:@lease_machines_lease, lease)
+            lease.instrument(:acquire, ttl: declaration.ttl, expires_at: lease.expires_at)
+            ActiveJob.renewer.register(lease)
+            Thread.handle_interrupt(Object => :immediate) { yield }
+          ensure
+            ActiveJob.renewer.unregister(lease)
+            lease.finish
+            release(lease, configuration)
+          end
         end
       end
 
@@ -63,26 +69,39 @@ module LeaseMachines
         nil
       end
 
-      # The fence's store on the job's connection, opened before the job's own transactions (when ActiveRecord is
-      # connected: jobs without a database have nothing to fence). The connection is leased to the job's thread, so
-      # that the job's own transactions, and the fenced writes that join them, run on the connection prepared here
-      # rather than on another one of the pool (ActiveRecord or Rails' executor returns it when the job is done).
-      def prepare_fence(configuration)
+      # SQLite has one writer: while this thread's own ActiveRecord connection to the lease store's database has a
+      # transaction open (perform_now inside a transaction, an :inline perform_later, a job inside another job's
+      # fenced write, a transactional test), the store's request would wait for a lock that only this thread can
+      # free. Refused at once, saying what to do, instead of a StoreError after the busy timeout.
+      def refuse_own_transaction(store, configuration)
         record = configuration.fence_record || (defined?(::ActiveRecord::Base) && ::ActiveRecord::Base)
-        return unless record
+        connection = record && active_connection(record)
+        # Begun on the database: ActiveRecord begins a transaction lazily, at its first statement.
+        return unless connection&.transaction_open? && connection.current_transaction.materialized?
+        return unless connection.adapter_name.match?(/sqlite/i)
+        return unless same_file?(connection.pool.db_config.database, store.path)
 
-        begin
-          record.connection_pool
-        rescue ::ActiveRecord::ConnectionNotEstablished
-          return
-        end
-        connection = record.lease_connection
-        FencedWrite.prepare(connection) unless connection.transaction_open?
+        raise StoreError, "#{store.path}: this thread has a transaction open on the lease store's SQLite " \
+                          "database, which holds its only write lock, so no lease can be granted before it " \
+                          "commits: perform the job after the transaction (perform_later with " \
+                          "enqueue_after_transaction_commit), keep the lease store in another database file, or " \
+                          "turn transactional tests off for jobs that hold leases"
       end
 
+      # The connection ActiveRecord has leased to this thread for +record+, without leasing one (nil: none).
+      def active_connection(record)
+        record.connection_pool.active_connection?
+      rescue ::ActiveRecord::ConnectionNotEstablished
+        nil
+      end
+
+      def same_file?(one, other) = String === one && !one.empty? && File.identical?(one, other)
+
       # A failed release is reported, never raised over the job's own outcome: the lease then runs out after its TTL.
+      # The release event is emitted once the store is free again, so that a subscriber may perform the next job.
       def release(lease, configuration)
-        ActiveJob.pool.with { lease.release(_1) }
+        decision = ActiveJob.pool.with { lease.release(_1) }
+        lease.instrument(:release, status: decision.status, reason: decision.reason)
       rescue StandardError => e
         configuration.report(e, { during: "release", resource: lease.resource, token: lease.token })
         lease.instrument(:thread_error, error: e)

@@ -4,44 +4,80 @@ module LeaseMachines
   module ActiveJob
     # A write through the fence on an ActiveRecord connection (SQLite): opens a transaction on the fence record's
     # connection, or joins the one open there, makes it real (ActiveRecord begins transactions lazily), and hands the
-    # rest to the store's own Store#fenced on that connection's SQLite3::Database: under a savepoint, the fence's
-    # high-water is raised as the first statement, then the block runs. A stale token raises Fenced and the whole
-    # ActiveRecord transaction rolls back (jobs enqueued in it after commit included). The rule is the store's; this
-    # only finds the connection, and yields it to the block.
+    # rest to Store#fenced on that connection's SQLite3::Database: under a savepoint, the token is checked against
+    # the lease store's rows in the same database (the lease live on the store's clock, no newer token issued) and
+    # the fence's high-water raised, then the block runs. A refused token raises Fenced and the whole ActiveRecord
+    # transaction rolls back (jobs enqueued in it after commit included). The rule is the core's; this only finds
+    # the connection, and yields it to the block.
     module FencedWrite
-      # One Store per raw connection, opened outside any transaction (it sets the connection up: SQLite refuses some
-      # of its PRAGMAs inside one).
-      STORES = ObjectSpace::WeakMap.new
+      # Where a raw connection keeps its fence Store: on the connection object itself, so that it lives exactly as
+      # long as the connection.
+      SLOT = :@lease_machines_fence
       LOCK = Thread::Mutex.new
 
       module_function
 
-      def run(record, resource:, token:)
+      # Runs the block in a transaction on +record+'s connection, fenced by +token+ on +resource+, the lease checked
+      # on +clock+ (the lease store's). Returns the block's value. Sets payload[:committed] when the write's own
+      # transaction committed (an after_commit callback may still raise after it).
+      def run(record, resource:, token:, clock:, payload: {})
         record.with_connection do |connection|
-          store = prepare(connection)
-          connection.transaction do
-            connection.materialize_transactions
-            store.fenced(resource: resource, token: token) { yield connection }
+          store = store_for(connection, clock)
+          failure = nil
+          transaction = nil
+          begin
+            result = connection.transaction do
+              transaction = connection.current_transaction
+              connection.materialize_transactions
+              store.fenced(resource: resource, token: token) { yield connection }
+            rescue StoreError => e
+              failure = e
+              raise
+            end
+            payload[:committed] = committed?(transaction)
+            result
+          rescue ::ActiveRecord::StatementInvalid
+            # The block ended the transaction itself (COMMIT, ROLLBACK): the fence's StoreError says so, rather than
+            # ActiveRecord's failure to close a transaction that is gone.
+            raise failure if failure
+
+            raise
+          ensure
+            payload[:committed] = committed?(transaction) unless payload.key?(:committed)
           end
         end
       end
 
-      # The fence's Store on +connection+, opened now when there is none yet. Call it before the job opens its own
-      # transactions (the job's around_perform does).
-      def prepare(connection)
+      # The connection's configured busy timeout in Float seconds, or nil.
+      def busy_timeout(connection)
+        milliseconds = connection.pool.db_config.configuration_hash[:timeout]
+        milliseconds && Integer(milliseconds) / 1000.0
+      end
+
+      # Whether +transaction+ (ActiveRecord's, the write's own or the one it joined) committed.
+      def committed?(transaction)
+        !transaction.nil? && transaction.state.committed?
+      end
+
+      # The fence's Store on +connection+ (created at its first fenced write, inside an open transaction or not),
+      # deciding on +clock+. It changes one setting of the connection, and keeps its value: the busy timeout that
+      # database.yml gives (+timeout+, milliseconds) becomes sqlite3's busy_handler_timeout of the same length, as
+      # Rails 8 sets it, because ActiveRecord 7.2's C busy timeout waits holding the GVL, and would stall the very
+      # thread that holds the lock (another job's, the renewer's) until it runs out. Journal mode and synchronous
+      # are left as the application set them.
+      def store_for(connection, clock)
         raw = connection.raw_connection
         unless raw.is_a?(SQLite3::Database)
           raise ArgumentError, "fenced writes support SQLite connections only here, got #{connection.adapter_name}"
         end
 
         LOCK.synchronize do
-          STORES[raw] ||= begin
-            if raw.transaction_active?
-              raise StoreError, "the first fenced write on this connection runs inside an open transaction; " \
-                                "open the fence first (LeaseMachines::ActiveJob::FencedWrite.prepare(connection))"
-            end
-            Store.new(raw)
+          store = raw.instance_variable_get(SLOT)
+          unless store&.clock.equal?(clock)
+            store = Store.new(raw, clock: clock, busy_timeout: busy_timeout(connection))
+            raw.instance_variable_set(SLOT, store)
           end
+          store
         end
       end
     end

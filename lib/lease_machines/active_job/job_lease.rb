@@ -5,13 +5,15 @@ module LeaseMachines
     # What a job's body sees as +lease+: the lease it holds on +resource+ as +owner+, with its fencing +token+, and how
     # far to trust it, from the core's Holder on the holders' clock (deadlines counted from before each request was
     # sent). +state+ is :held, :at_risk or :lost. Nothing here interrupts the job: it asks (+check!+, +held?+) and
-    # writes through the fence (+fenced+).
+    # writes through the fence (+fenced+). Once its job has ended (the lease released, or left to run out), the lease
+    # is :lost with reason :job_ended for every reader: +check!+ and +fenced+ raise LeaseLost, whichever thread asks.
     #
     # The renewer updates it from its own thread; every read and update holds the lease's lock.
     class JobLease
       attr_reader :job, :resource, :owner, :token, :cadence
 
-      def initialize(job:, resource:, lease:, sent_at:, cadence:, clock:)
+      # +clock+ is the holders' clock; +store_clock+ the lease store's (the one its grants and fence are decided on).
+      def initialize(job:, resource:, lease:, sent_at:, cadence:, clock:, store_clock:)
         @job = job
         @resource = resource
         @owner = lease.owner
@@ -19,6 +21,7 @@ module LeaseMachines
         @expires_at = lease.expires_at
         @cadence = cadence
         @clock = clock
+        @store_clock = store_clock
         @holder = Holder.new(token: lease.token, at: sent_at, cadence: cadence)
         @lock = Thread::Mutex.new
         @reported = :held
@@ -29,11 +32,11 @@ module LeaseMachines
       # When the authority's lease runs out, on the store's clock, as of the last grant or renewal.
       def expires_at = @lock.synchronize { @expires_at }
 
-      # Why the lease was lost (the authority's refusal reason, :fenced), or nil.
+      # Why the lease was lost (the authority's refusal reason, :fenced, :job_ended), or nil.
       def reason = @lock.synchronize { @reason }
 
       # :held, :at_risk (past the Holder's warning deadline, or a renewal unconfirmed past it) or :lost (the
-      # authority refused a renewal, or the fence refused the token).
+      # authority refused a renewal, the fence refused the token, or the job ended).
       def state = @lock.synchronize { state_at(@clock.call) }
 
       def held? = state == :held
@@ -50,27 +53,34 @@ module LeaseMachines
 
       # The job's cooperative stop point: raises LeaseLost unless the lease is held.
       def check!
-        now = state
-        raise LeaseLost.new(resource: resource, token: token, state: now) unless now == :held
+        now, why = @lock.synchronize { [state_at(@clock.call), @reason] }
+        raise LeaseLost.new(resource: resource, token: token, state: now, reason: why) unless now == :held
 
         self
       end
 
       # Runs the block (given the ActiveRecord connection) as a write protected by this lease's token, in a transaction
       # on the fence record's database (joining one that is open): see FencedWrite. Raises LeaseLost without writing
-      # when the lease is known lost, LeaseMachines::Fenced when the fence refuses the token (the whole transaction
-      # rolled back). Instrumented as fenced_write around the write, with its +outcome+ (:written or :refused).
+      # when the lease is known lost (its job ended included), LeaseMachines::Fenced when the fence refuses the token
+      # (the whole transaction rolled back). Instrumented as fenced_write around the write, with its +outcome+
+      # (:written or :refused) and whether the write's transaction +committed+.
       def fenced(record: nil, &block)
         raise ArgumentError, "fenced needs a block: the write it protects" unless block
 
+        record ||= ActiveJob.configuration.fence_record!
+        unless Class === record && record.respond_to?(:with_connection)
+          raise TypeError, "fenced: record: must be an ActiveRecord class, got #{Store.shown(record)}"
+        end
+
         check_not_lost!
         instrument(:fenced_write) do |payload|
-          result = FencedWrite.run(record || ActiveJob.configuration.fence_record!, resource: resource, token: token,
-                                   &block)
+          result = FencedWrite.run(record, resource: resource, token: token, clock: @store_clock, payload: payload,
+                                           &block)
           payload[:outcome] = :written
           result
         rescue Fenced => e
           payload[:outcome] = :refused
+          payload[:reason] = e.reason
           payload[:highest] = e.highest
           raise
         end
@@ -113,9 +123,14 @@ module LeaseMachines
       # The Holder's next renewal instant, on the holders' clock; nil once lost.
       def next_renewal = @lock.synchronize { @holder.next_renewal }
 
-      # The job ended: nothing more is renewed or reported (a renewal in flight when the lease was released is ignored,
-      # whatever the authority answered).
-      def finish = @lock.synchronize { @finished = true }
+      # The job ended: the lease is :lost (reason :job_ended) for every reader, and nothing more is renewed or
+      # reported (a renewal in flight when the lease was released is ignored, whatever the authority answered).
+      def finish
+        @lock.synchronize do
+          @finished = true
+          @reason = :job_ended
+        end
+      end
 
       def finished? = @lock.synchronize { @finished }
 
@@ -131,12 +146,8 @@ module LeaseMachines
       end
 
       # Gives the lease back through +store+ with owner and token: a stale release is refused by the authority and can
-      # never free a successor's lease. Returns the Decision.
-      def release(store)
-        decision = store.release(resource: resource, owner: owner, token: token)
-        instrument(:release, status: decision.status, reason: decision.reason)
-        decision
-      end
+      # never free a successor's lease. Returns the Decision (the caller emits +release+, once the store is free).
+      def release(store) = store.release(resource: resource, owner: owner, token: token)
 
       def instrument(event, **extra, &)
         Instrumentation.instrument(event, job: job, resource: resource, owner: owner, token: token, **extra, &)
@@ -145,6 +156,8 @@ module LeaseMachines
       private
 
       def state_at(now)
+        return :lost if @finished
+
         case @holder.state
         when :expired, :fenced then :lost
         else @holder.at_risk?(now: now) ? :at_risk : :held
@@ -170,7 +183,8 @@ module LeaseMachines
       end
 
       def check_not_lost!
-        raise LeaseLost.new(resource: resource, token: token, state: :lost) if lost?
+        lost, why = @lock.synchronize { [state_at(@clock.call) == :lost, @reason] }
+        raise LeaseLost.new(resource: resource, token: token, state: :lost, reason: why) if lost
       end
     end
   end

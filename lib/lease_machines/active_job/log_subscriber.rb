@@ -26,13 +26,22 @@ module LeaseMachines
       end
 
       def fenced_write(event)
-        case event.payload[:outcome]
+        payload = event.payload
+        case payload[:outcome]
         when :refused
-          warn { line(event, "fenced write refused: the fence has seen token #{event.payload[:highest]}") }
+          warn do
+            line(event, "fenced write refused (#{payload[:reason]}; the newest token issued is #{payload[:highest]})")
+          end
         when :written
-          debug { line(event, "fenced write committed (#{event.duration.round(1)} ms)") }
+          done = payload[:committed] ? "committed" : "done, to commit with the enclosing transaction"
+          debug { line(event, "fenced write #{done} (#{event.duration.round(1)} ms)") }
         else
-          warn { line(event, "fenced write rolled back: #{event.payload[:exception]&.join(": ")}") }
+          raised = payload[:exception]&.join(": ")
+          if payload[:committed]
+            warn { line(event, "fenced write committed, then raised (an after_commit callback?): #{raised}") }
+          else
+            warn { line(event, "fenced write rolled back: #{raised}") }
+          end
         end
       end
 
