@@ -38,7 +38,7 @@ class RailtieTest < Minitest::Test
 
     rails("db:migrate")
     tables = sqlite("SELECT name, sql FROM sqlite_master WHERE name LIKE 'lease_machines_%' ORDER BY name")
-    assert_equal %w[lease_machines_fences lease_machines_leases], tables.map(&:first)
+    assert_equal %w[lease_machines_fences lease_machines_leases lease_machines_schema], tables.map(&:first)
     assert tables.all? { |_, sql| sql.rstrip.end_with?(") STRICT") }, "the migration keeps the store's STRICT tables"
 
     facts = JSON.parse(rails("runner", "script/nightly_report.rb").lines.last)
