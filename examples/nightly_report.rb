@@ -13,46 +13,62 @@
 # back, and the job sees LeaseMachines::LeaseLost.
 #
 # The run prints a timeline and a verdict read back from the database, and exits 1 if a stale write landed or two
-# jobs' lines interleaved.
-require "optparse"
+# jobs' lines interleaved, 2 when inconclusive or for a usage error (one line on stderr).
+require_relative "support/command_line"
+
+def usage_error(message) = CommandLine.usage_error("nightly-report", message)
+def number(text, range, must) = CommandLine.number(text, range, must)
+
+# The longest TTL and pause the story can wait for: the other workers retry 100 times, 0.1 s apart, so the lease must
+# run out within seconds; and each worker waits 60 s for its job, worker 7's pause included.
+MAX_TTL = 5.0
+MAX_PAUSE = 30.0
+
+options = { workers: 3, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true }
+# Without OptionParser's own --version and --*-completion-* options (which print and exit with status 1 or 0).
+parser = OptionParser.new.tap { _1.base.long.clear }
+parser.banner = "Usage: bin/nightly-report [options]"
+parser.separator ""
+parser.separator "Worker processes perform NightlyReportJob (holds_lease) for one account through ActiveJob;"
+parser.separator "worker 7's job stalls (SIGSTOP) longer than its TTL and its late write meets the fence."
+parser.separator "Exit status: 0 safe, 1 unsafe, 2 inconclusive or a usage error."
+parser.separator ""
+parser.on("--workers N", "worker processes (2 to 8, default 3)") do
+  options[:workers] = number(_1, 2..8, "a whole number from 2 to 8")
+end
+parser.on("--ttl SECONDS", "the lease's TTL (0.1 to #{MAX_TTL}, default 1.0)") do
+  options[:ttl] = number(_1, 0.1..MAX_TTL, "a number of seconds from 0.1 to #{MAX_TTL}")
+end
+parser.on("--pause SECONDS", "how long worker 7 stalls (more than the TTL, at most #{MAX_PAUSE}; default 2.5 x TTL)") do
+  options[:pause] = number(_1, 0.0..MAX_PAUSE, "a number of seconds, more than the TTL and at most #{MAX_PAUSE}")
+end
+parser.on("--lines N", "report lines each job writes (3 to 20, default 5)") do
+  options[:lines] = number(_1, 3..20, "a whole number from 3 to 20")
+end
+parser.on("--database PATH", "SQLite file, kept (default: a temporary file, removed after the run)") do
+  options[:database] = _1
+end
+parser.on("--without-fence", "write without lease.fenced, to see the stale write land (the verdict fails)") do
+  options[:fence] = false
+end
+CommandLine.parse("nightly-report", parser, ARGV)
+options[:pause] ||= options[:ttl] * 2.5
+unless options[:pause] > options[:ttl]
+  usage_error("--pause #{options[:pause]} must exceed --ttl #{options[:ttl]}, or nothing happens")
+end
+
 require "fileutils"
 require "tmpdir"
 require "active_record"
 require "global_id"
 require "lease_machines/active_job"
 
-options = { workers: 3, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true }
-parser = OptionParser.new do |parser|
-  parser.banner = "Usage: bin/nightly-report [options]"
-  parser.separator ""
-  parser.separator "Worker processes perform NightlyReportJob (holds_lease) for one account through ActiveJob;"
-  parser.separator "worker 7's job stalls (SIGSTOP) longer than its TTL and its late write meets the fence."
-  parser.separator ""
-  parser.on("--workers N", Integer, "worker processes (2..8, default 3)") { |n| options[:workers] = n }
-  parser.on("--ttl SECONDS", Float, "the lease's TTL (default 1.0)") { |s| options[:ttl] = s }
-  parser.on("--pause SECONDS", Float, "how long worker 7 stalls (default 2.5 x TTL)") { |s| options[:pause] = s }
-  parser.on("--lines N", Integer, "report lines each job writes (3..20, default 5)") { |n| options[:lines] = n }
-  parser.on("--database PATH", "SQLite file (default: a fresh temporary file)") { |p| options[:database] = p }
-  parser.on("--without-fence", "write without lease.fenced, to see the stale write land (the verdict fails)") do
-    options[:fence] = false
-  end
-end
-begin
-  parser.parse!
-rescue OptionParser::ParseError => e
-  abort "nightly-report: #{e.message}\n#{parser.banner}"
-end
-abort "nightly-report: --workers must be 2..8" unless (2..8).cover?(options[:workers])
-abort "nightly-report: --ttl must be positive" unless options[:ttl].positive?
-abort "nightly-report: --lines must be 3..20" unless (3..20).cover?(options[:lines])
-options[:pause] ||= options[:ttl] * 2.5
-abort "nightly-report: --pause must exceed --ttl, or nothing happens" unless options[:pause] > options[:ttl]
-
 WORKER_IDS = [7, 12, 19, 23, 31, 42, 55, 64].first(options[:workers])
 STALLED_LINE = 3
 OPTIONS = options.freeze
 PARENT = Process.pid
-SCRATCH = Dir.mktmpdir("nightly-report") unless options[:database]
+# A temporary directory for the default database, removed at the end; none for the --database the user named.
+SCRATCH = options[:database] ? nil : Dir.mktmpdir("nightly-report")
 at_exit { FileUtils.remove_entry(SCRATCH) if SCRATCH && Process.pid == PARENT }
 DATABASE = options[:database] || File.join(SCRATCH, "app.sqlite3")
 STARTED = Process.clock_gettime(Process::CLOCK_MONOTONIC)
@@ -73,7 +89,8 @@ end
 def connect = ActiveRecord::Base.establish_connection(adapter: "sqlite3", database: DATABASE, timeout: 5_000,
                                                       default_transaction_mode: :immediate)
 
-# What a Rails application's railties do: records are job arguments by their GlobalID ("gid://nightly-report/Account/1").
+# What a Rails application's railties do: records are job arguments by their GlobalID
+# ("gid://nightly-report/Account/1").
 GlobalID.app = "nightly-report"
 ActiveRecord::Base.include(GlobalID::Identification)
 
@@ -224,9 +241,11 @@ refused.each do |worker, token, highest, line|
   puts "refused: worker #{worker}'s line #{line} with token #{token} (the fence had seen #{highest}); " \
        "in the report: #{lines.include?([token, worker, line]) ? "yes" : "no"}"
 end
-puts "stale writes landed: #{stale}; jobs interleaved: #{interleaved}; workers failed: #{statuses.count { !_1.success? }}"
+failed = statuses.count { !_1.success? }
+puts "stale writes landed: #{stale}; jobs interleaved: #{interleaved}; workers failed: #{failed}"
 if stale.zero? && interleaved.zero? && statuses.all?(&:success?) && (!stalled || short.any?)
-  puts "VERDICT: inconclusive: #{stalled ? "workers #{short.join(", ")} did not write their whole report" : "worker 7 never stalled"}"
+  why = stalled ? "workers #{short.join(", ")} did not write their whole report" : "worker 7 never stalled"
+  puts "VERDICT: inconclusive: #{why}"
   exit 2
 elsif stale.zero? && interleaved.zero? && statuses.all?(&:success?)
   puts "VERDICT: safe. #{refused.empty? ? "No write was refused this time." : "Worker 7's stale write was refused."}"

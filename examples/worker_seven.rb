@@ -7,27 +7,50 @@
 # writes with its old token. The fence refuses it.
 #
 # The run prints a timeline and a verdict read back from the database, and exits 1 if a stale write landed or two
-# holders' writes interleaved.
-require "optparse"
-require "tmpdir"
-require "lease_machines/store"
+# holders' writes interleaved, 2 for a usage error (one line on stderr).
+require_relative "support/command_line"
+
+def usage_error(message) = CommandLine.usage_error("worker-seven", message)
+def number(text, range, must) = CommandLine.number(text, range, must)
+
+# The longest TTL, run and pause: a story that ends within minutes.
+MAX_TTL = 60.0
+MAX_SECONDS = 600.0
 
 options = { workers: 3, ttl: 1.0, duration: 6.0, pause: nil, database: nil, fence: true }
-OptionParser.new do |parser|
-  parser.banner = "Usage: bin/worker-seven [options]"
-  parser.on("--workers N", Integer, "worker processes (2..8, default 3)") { |n| options[:workers] = n }
-  parser.on("--ttl SECONDS", Float, "lease TTL (default 1.0)") { |s| options[:ttl] = s }
-  parser.on("--duration SECONDS", Float, "how long the workers run (default 6.0)") { |s| options[:duration] = s }
-  parser.on("--pause SECONDS", Float, "how long worker 7 stalls (default 2.5 x TTL)") { |s| options[:pause] = s }
-  parser.on("--database PATH", "SQLite file (default: a fresh temporary file)") { |p| options[:database] = p }
-  parser.on("--without-fence", "write without the fence, to see the stale write land (the verdict fails)") do
-    options[:fence] = false
-  end
-end.parse!
-abort "worker-seven: --workers must be 2..8" unless (2..8).cover?(options[:workers])
-abort "worker-seven: --ttl must be positive" unless options[:ttl].positive?
+# Without OptionParser's own --version and --*-completion-* options (which print and exit with status 1 or 0).
+parser = OptionParser.new.tap { _1.base.long.clear }
+parser.banner = "Usage: bin/worker-seven [options]"
+parser.separator ""
+parser.separator "Worker processes take turns writing the nightly report through the fence; worker 7 stalls"
+parser.separator "(SIGSTOP) longer than its TTL and its late write meets the fence."
+parser.separator "Exit status: 0 safe, 1 unsafe, 2 a usage error."
+parser.separator ""
+parser.on("--workers N", "worker processes (2 to 8, default 3)") do
+  options[:workers] = number(_1, 2..8, "a whole number from 2 to 8")
+end
+parser.on("--ttl SECONDS", "lease TTL (0.1 to #{MAX_TTL}, default 1.0)") do
+  options[:ttl] = number(_1, 0.1..MAX_TTL, "a number of seconds from 0.1 to #{MAX_TTL}")
+end
+parser.on("--duration SECONDS", "how long the workers run (0.1 to #{MAX_SECONDS}, default 6.0)") do
+  options[:duration] = number(_1, 0.1..MAX_SECONDS, "a number of seconds from 0.1 to #{MAX_SECONDS}")
+end
+parser.on("--pause SECONDS", "how long worker 7 stalls (more than the TTL, at most #{MAX_SECONDS}; " \
+                             "default 2.5 x TTL)") do
+  options[:pause] = number(_1, 0.0..MAX_SECONDS, "a number of seconds, more than the TTL and at most #{MAX_SECONDS}")
+end
+parser.on("--database PATH", "SQLite file (default: a fresh temporary file)") { options[:database] = _1 }
+parser.on("--without-fence", "write without the fence, to see the stale write land (the verdict fails)") do
+  options[:fence] = false
+end
+CommandLine.parse("worker-seven", parser, ARGV)
 options[:pause] ||= options[:ttl] * 2.5
-abort "worker-seven: --pause must exceed --ttl, or nothing happens" unless options[:pause] > options[:ttl]
+unless options[:pause] > options[:ttl]
+  usage_error("--pause #{options[:pause]} must exceed --ttl #{options[:ttl]}, or nothing happens")
+end
+
+require "tmpdir"
+require "lease_machines/store"
 
 RESOURCE = "nightly-report"
 WORKER_IDS = [7, 12, 19, 23, 31, 42, 55, 64].first(options[:workers])
@@ -145,8 +168,11 @@ runs = tokens.chunk_while { |a, b| a == b }.map(&:first)
 interleaved = runs.size - runs.uniq.size
 
 puts
-puts "report lines in commit order, by token: #{runs.zip(tokens.chunk_while { |a, b| a == b }.map(&:size)).map { |t, n| "#{t}x#{n}" }.join(' ')}"
-refused.each { |worker, token, highest| puts "refused: worker #{worker} with token #{token} (the fence had seen #{highest})" }
+counts = tokens.chunk_while { |a, b| a == b }.map(&:size)
+puts "report lines in commit order, by token: #{runs.zip(counts).map { |t, n| "#{t}x#{n}" }.join(' ')}"
+refused.each do |worker, token, highest|
+  puts "refused: worker #{worker} with token #{token} (the fence had seen #{highest})"
+end
 puts "stale writes landed: #{stale}; holders interleaved: #{interleaved}"
 if stale.zero? && interleaved.zero?
   puts "VERDICT: safe. #{refused.empty? ? 'No write was refused this time.' : "Worker 7's stale write was refused."}"

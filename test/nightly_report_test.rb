@@ -45,12 +45,38 @@ class NightlyReportTest < Minitest::Test
     assert_match(/^VERDICT: UNSAFE$/, output)
   end
 
-  def test_bad_options_are_named
-    output, status = Open3.capture2e(COMMAND, "--lines", "two")
-    refute status.success?
-    assert_match(/invalid argument: --lines two/, output)
-    output, status = Open3.capture2e(COMMAND, "--pause", "0.5", "--ttl", "1")
-    refute status.success?
-    assert_match(/--pause must exceed --ttl/, output)
+  # --database PATH: the run uses and keeps that file (no temporary directory to remove), and a safe verdict exits 0.
+  def test_a_database_path_is_used_and_kept_and_a_safe_run_exits_0
+    database = File.join(scratch_dir("nightly-report-db"), "app.sqlite3")
+    output, errors, status = Open3.capture3(COMMAND, "--ttl", "0.6", "--pause", "2", "--database", database)
+    assert_equal [0, ""], [status.exitstatus, errors], output
+    assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
+    db = SQLite3::Database.new(database)
+    assert_equal [[1, 2], [2, 5], [3, 5]], db.execute("SELECT token, COUNT(*) FROM report_lines GROUP BY token")
+    assert_equal [[7, 1, 3]], db.execute("SELECT worker, token, line FROM refused_writes")
+  ensure
+    db&.close
+  end
+
+  # A usage error is one line on stderr, nothing on stdout, and exit status 2 (1 is the unsafe verdict's).
+  def test_usage_errors_are_one_line_on_stderr_and_exit_2
+    {
+      %w[--lines two] => "invalid argument: --lines two (must be a whole number from 3 to 20)",
+      %w[--workers 9] => "invalid argument: --workers 9 (must be a whole number from 2 to 8)",
+      %w[--ttl 1e-300] => "invalid argument: --ttl 1e-300 (must be a number of seconds from 0.1 to 5.0)",
+      %w[--ttl 1e400] => "invalid argument: --ttl 1e400 (must be a number of seconds from 0.1 to 5.0)",
+      %w[--ttl soon] => "invalid argument: --ttl soon (must be a number of seconds from 0.1 to 5.0)",
+      %w[--pause 31] =>
+        "invalid argument: --pause 31 (must be a number of seconds, more than the TTL and at most 30.0)",
+      %w[--pause 0.5 --ttl 1] => "--pause 0.5 must exceed --ttl 1.0, or nothing happens",
+      %w[--ttl] => "missing argument: --ttl",
+      %w[--databse x.sqlite3] => "invalid option: --databse (did you mean --database?)",
+      %w[--version] => "invalid option: --version",
+      %w[--workers 3 extra] => "unexpected argument \"extra\" (it takes options only)"
+    }.then { assert_usage_errors(COMMAND, "nightly-report", _1) }
+    output, errors, status = Open3.capture3(COMMAND, "--help")
+    assert_equal [0, ""], [status.exitstatus, errors]
+    assert_match(/\AUsage: bin\/nightly-report \[options\]$/, output)
+    assert_match(/^Exit status: 0 safe, 1 unsafe, 2 inconclusive or a usage error\.$/, output)
   end
 end

@@ -60,8 +60,9 @@ class RailtieTest < Minitest::Test
 
   def test_the_generator_refuses_a_database_the_store_does_not_run_on
     output, status = rails_status("generate", "lease_machines:install", env: { "DUMMY_ADAPTER" => "postgresql" })
-    assert_match(/lease_machines:install: the lease store runs on SQLite in this release; primary is postgresql in test/,
-                 output)
+    assert_match(
+      /lease_machines:install: the lease store runs on SQLite in this release; primary is postgresql in test/, output
+    )
     refute status.success?, output
     assert_empty Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")]
   end
@@ -71,6 +72,61 @@ class RailtieTest < Minitest::Test
     refute status.success?, output
     assert_match(/lease_machines:install: config\/database\.yml names no database "animals"/, output)
     assert_empty Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")]
+  end
+
+  # Before, a misspelt option or an extra argument was ignored, and the migration written as if it were not there.
+  def test_the_generator_refuses_an_unknown_option_or_an_argument_naming_it
+    help = "bin/rails generate lease_machines:install --help lists the options"
+    {
+      %w[--databse primary] => "unknown option --databse (did you mean --database?); #{help}",
+      %w[--databse=primary --frob] => "unknown options --databse=primary (did you mean --database?), --frob (did you mean --force?); #{help}",
+      %w[extra] => "unexpected argument \"extra\" (it takes no arguments, only options)",
+      %w[--database primary extra more] =>
+        "unexpected arguments \"extra\", \"more\" (it takes no arguments, only options)"
+    }.each do |args, message|
+      output, status = rails_status("generate", "lease_machines:install", *args)
+      assert_equal [1, "lease_machines:install: #{message}\n"], [status.exitstatus, output], args.join(" ")
+    end
+    assert_empty Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")]
+    assert_empty Dir[File.join(@app, "config/initializers/lease_machines.rb")]
+  end
+
+  # Before, Thor read a --database without a value as the database "database".
+  def test_the_generator_needs_a_name_after_database
+    [%w[--database], %w[--database=], %w[--db --force]].each do |args|
+      output, status = rails_status("generate", "lease_machines:install", *args)
+      assert_equal [1, "lease_machines:install: --database needs a database name (config/database.yml names: " \
+                       "primary)\n"], [status.exitstatus, output], args.join(" ")
+    end
+    assert_empty Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")]
+  end
+
+  # The note about setting the fence record to another database's class is for another database than the primary.
+  def test_the_generator_for_the_primary_database_has_no_note_about_another
+    output = rails("generate", "lease_machines:install", "--database", "primary")
+    assert_equal %w[create warning create], output.lines.map { _1.split.first }, output
+    assert_match(%r{create\s+db/migrate/\d{14}_create_lease_machines_tables\.rb}, output)
+  end
+
+  # Before, config.lease_machines = "x" was kept, and the boot failed later with a NoMethodError (to_h for "x").
+  def test_assigning_config_lease_machines_anything_but_its_options_is_a_type_error_saying_how_to_set_them
+    initializer = File.join(@app, "config/initializers/lease_machines_assigned.rb")
+    File.write(initializer, "Rails.application.config.lease_machines = \"x\"\n")
+    output, status = rails_status("runner", "1")
+    assert_equal 1, status.exitstatus, output
+    assert_includes output, "lease_machines_assigned.rb:1:in '<top (required)>'"
+    assert_includes output.lines.first, "config.lease_machines cannot be set to \"x\": it is lease_machines' " \
+                                        "options (an ActiveSupport::OrderedOptions, applied to LeaseMachines::" \
+                                        "ActiveJob's configuration); set each option on it, as in " \
+                                        "config.lease_machines.default_ttl = 30.seconds (TypeError)\n"
+    File.write(initializer, "Rails.application.config.lease_machines = { default_ttl: 5.0 }\n")
+    output, status = rails_status("runner", "1")
+    assert_equal 1, status.exitstatus, output
+    assert_includes output.lines.first, "config.lease_machines cannot be set to {default_ttl: 5.0}: it is"
+    # Its own kind of object replaces it.
+    File.write(initializer, "Rails.application.config.lease_machines = " \
+                            "ActiveSupport::OrderedOptions[default_ttl: 5.0]\n")
+    assert_equal "5.0\n", rails("runner", "puts LeaseMachines::ActiveJob.configuration.default_ttl")
   end
 
   def test_a_misspelt_option_stops_the_boot_naming_it

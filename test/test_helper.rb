@@ -33,6 +33,17 @@ module LeaseMachines
     # through the fence under the lease they were granted.
     STILL_CLOCK = -> { 0.0 }
 
+    # Runs +command+ with each case's arguments and asserts a usage error: exit status 2, nothing on stdout, and on
+    # stderr the one line "PROGRAM: MESSAGE; see bin/PROGRAM --help" (bin/worker-seven, bin/nightly-report).
+    def assert_usage_errors(command, program, cases)
+      require "open3"
+      cases.each do |args, message|
+        output, errors, status = Open3.capture3(command, *args)
+        assert_equal [2, "", "#{program}: #{message}; see bin/#{program} --help\n"],
+                     [status.exitstatus, output, errors], args.join(" ")
+      end
+    end
+
     def before_setup
       super
       GC.stress = true if GC_STRESS

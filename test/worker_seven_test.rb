@@ -30,9 +30,25 @@ class WorkerSevenTest < Minitest::Test
     assert_match(/^VERDICT: UNSAFE$/, output)
   end
 
-  def test_bad_options_are_named
-    output, status = Open3.capture2e(COMMAND, "--workers", "nine")
-    refute status.success?
-    assert_match(/invalid argument: --workers nine/, output)
+  # A usage error is one line on stderr, nothing on stdout, and exit status 2 (1 is the unsafe verdict's); before,
+  # a bad --ttl crashed every worker and the verdict still said safe.
+  def test_usage_errors_are_one_line_on_stderr_and_exit_2
+    {
+      %w[--workers nine] => "invalid argument: --workers nine (must be a whole number from 2 to 8)",
+      %w[--ttl 1e-300] => "invalid argument: --ttl 1e-300 (must be a number of seconds from 0.1 to 60.0)",
+      %w[--ttl 1e400] => "invalid argument: --ttl 1e400 (must be a number of seconds from 0.1 to 60.0)",
+      %w[--duration -1] => "invalid argument: --duration -1 (must be a number of seconds from 0.1 to 600.0)",
+      %w[--pause 1e300] =>
+        "invalid argument: --pause 1e300 (must be a number of seconds, more than the TTL and at most 600.0)",
+      %w[--pause 0.5 --ttl 1] => "--pause 0.5 must exceed --ttl 1.0, or nothing happens",
+      %w[--ttl] => "missing argument: --ttl",
+      %w[--databse x.sqlite3] => "invalid option: --databse (did you mean --database?)",
+      %w[--version] => "invalid option: --version",
+      %w[--workers 3 extra] => "unexpected argument \"extra\" (it takes options only)"
+    }.then { assert_usage_errors(COMMAND, "worker-seven", _1) }
+    output, errors, status = Open3.capture3(COMMAND, "--help")
+    assert_equal [0, ""], [status.exitstatus, errors]
+    assert_match(/\AUsage: bin\/worker-seven \[options\]$/, output)
+    assert_match(/^Exit status: 0 safe, 1 unsafe, 2 a usage error\.$/, output)
   end
 end

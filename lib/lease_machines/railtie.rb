@@ -15,8 +15,31 @@ module LeaseMachines
   # database (the fence record's: the fence checks the tokens the store issued, so the two share one database), whose
   # tables +bin/rails g lease_machines:install+ migrates, and the executor is the application's, unless code
   # reloading is on (a pending reload would hold up the renewer, which runs no application code). The renewer's
-  # errors go to Rails.error.
+  # errors go to Rails.error. config.lease_machines itself is set option by option: assigning it anything but an
+  # ActiveSupport::OrderedOptions (config.lease_machines = "x", or a Hash) raises TypeError.
   class Railtie < ::Rails::Railtie
+    # +options+, when it is config.lease_machines' kind of object (an ActiveSupport::OrderedOptions); otherwise a
+    # TypeError that says what config.lease_machines is and how its options are set.
+    def self.options!(options)
+      return options if ActiveSupport::OrderedOptions === options # Module#===: a BasicObject has no is_a?
+
+      raise TypeError, "config.lease_machines cannot be set to #{LeaseMachines.__send__(:_shown, options)}: it is " \
+                       "lease_machines' options (an ActiveSupport::OrderedOptions, applied to " \
+                       "LeaseMachines::ActiveJob's configuration); set each option on it, as in " \
+                       "config.lease_machines.default_ttl = 30.seconds"
+    end
+
+    # config.lease_machines= of every Rails configuration: only an ActiveSupport::OrderedOptions replaces the options,
+    # anything else is a TypeError saying how to set them (Rails would keep it, and the boot fail later with a
+    # NoMethodError).
+    module OptionsAssignment
+      def lease_machines=(options)
+        Railtie.options!(options)
+        method_missing(:lease_machines=, options) # where Rails keeps a railtie's configuration
+      end
+    end
+    ::Rails::Railtie::Configuration.include(OptionsAssignment)
+
     config.lease_machines = ActiveSupport::OrderedOptions.new
 
     # Opens a Store on the fence record's database: the application's, when it is SQLite.
@@ -54,10 +77,11 @@ module LeaseMachines
     end
 
     # Applies +options+ (config.lease_machines) to +active_job+'s configuration, then the defaults for what neither
-    # they nor the application's initializers set. Raises ArgumentError naming an option it does not know, and the
-    # configuration's own TypeError or ArgumentError, prefixed with the option's name, for a value it refuses.
+    # they nor the application's initializers set. Raises TypeError when +options+ is not an
+    # ActiveSupport::OrderedOptions, ArgumentError naming an option it does not know, and the configuration's own
+    # TypeError or ArgumentError, prefixed with the option's name, for a value it refuses.
     def self.configure(active_job, options, app)
-      settings = options.to_h
+      settings = options!(options).to_h
       configuration = active_job.configuration
       known = configuration.public_methods.grep(/\A[a-z_]+=\z/).map { _1.to_s.chomp("=").to_sym }.sort
       unknown = settings.keys - known

@@ -18,8 +18,25 @@ module LeaseMachines
       # A refusal (Thor::Error) exits non-zero, so that a script running the generator stops.
       def self.exit_on_failure? = true
 
-      class_option :database, type: :string, aliases: "--db",
+      # An unknown option (a misspelt --databse) is refused, not ignored; and so is an argument, also one after the
+      # options (which Rails' generators, strict_args_position!, would drop unseen: here they reach #args).
+      check_unknown_options!
+      def self.strict_args_position = false
+
+      # --database without a value is "" (Thor's default for it would be the string "database").
+      class_option :database, type: :string, aliases: "--db", lazy_default: "",
                               desc: "The database (of config/database.yml) the migration is for"
+
+      # Refuses, before anything is written, an unknown option and any argument: one line each, naming it.
+      def initialize(args = [], options = {}, config = {})
+        super
+        return if self.args.empty?
+
+        raise Thor::Error, "lease_machines:install: unexpected argument#{"s" if self.args.size > 1} " \
+                           "#{self.args.map(&:inspect).join(", ")} (it takes no arguments, only options)"
+      rescue Thor::UnknownArgumentError => e
+        raise Thor::Error, "lease_machines:install: #{unknown_options(e)}"
+      end
 
       def create_migration_file
         refuse_other_databases
@@ -29,11 +46,11 @@ module LeaseMachines
           say_status :warning, "db/schema.rb cannot record these tables (SQLite REAL columns, STRICT): set " \
                                "config.active_record.schema_format = :sql, or db:schema:load leaves them out", :yellow
         end
-        return unless options[:database]
+        return if @primary
 
-        say_status :note, "the fence and the default store use ActiveRecord::Base's database: set the fence record " \
-                          "to #{options[:database]}'s class (config.to_prepare { LeaseMachines::ActiveJob." \
-                          "fence_record = ... })", :yellow
+        say_status :note, "the fence and the default store use ActiveRecord::Base's database, the primary one: for " \
+                          "#{options[:database]}, set the fence record to a class connected to it " \
+                          "(config.to_prepare { LeaseMachines::ActiveJob.fence_record = ... })", :yellow
       end
 
       def create_initializer = template("lease_machines.rb.tt", "config/initializers/lease_machines.rb")
@@ -43,18 +60,37 @@ module LeaseMachines
       # The schema's statements, as the gem's store creates them (LeaseMachines::Store::SCHEMA), comments kept.
       def schema_statements
         require "lease_machines/store"
-        LeaseMachines::Store::SCHEMA.split(/;[ \t]*$/).map(&:strip).reject { |sql| sql.lines.all? { _1.start_with?("--") } }
+        LeaseMachines::Store::SCHEMA.split(/;[ \t]*$/).map(&:strip)
+                                    .reject { |sql| sql.lines.all? { _1.start_with?("--") } }
       end
 
       def migration_version = "[#{::ActiveRecord::VERSION::MAJOR}.#{::ActiveRecord::VERSION::MINOR}]"
 
-      # Refuses, before writing anything, a --database that config/database.yml does not name, and a database of that
-      # name that is not SQLite in any environment (SQLite in development and PostgreSQL in production would fail at
-      # deploy). Read without connecting, nor loading an adapter.
+      # The message for Thor's UnknownArgumentError: the unknown options, with the known one each may have meant.
+      def unknown_options(error)
+        spell = DidYouMean::SpellChecker.new(dictionary: error.switches) if defined?(DidYouMean::SpellChecker)
+        shown = error.unknown.map do |given|
+          meant = spell&.correct(given.split("=", 2).first)&.first
+          meant ? "#{given} (did you mean #{meant}?)" : given
+        end
+        "unknown option#{"s" if shown.size > 1} #{shown.join(", ")}; " \
+          "bin/rails generate lease_machines:install --help lists the options"
+      end
+
+      # Refuses, before writing anything, a --database without a name or one that config/database.yml does not name,
+      # and a database of that name that is not SQLite in any environment (SQLite in development and PostgreSQL in
+      # production would fail at deploy). Read without connecting, nor loading an adapter. Notes whether it is the
+      # primary database (ActiveRecord::Base's).
       def refuse_other_databases
         require "active_record/database_configurations"
         configurations = ::ActiveRecord::DatabaseConfigurations.new(::Rails.application.config.database_configuration)
+        if options[:database]&.empty?
+          names = configurations.configurations.map(&:name).uniq.join(", ")
+          raise Thor::Error, "lease_machines:install: --database needs a database name (config/database.yml names: " \
+                             "#{names})"
+        end
         name = options[:database] || "primary"
+        @primary = configurations.primary?(name)
         configs = configurations.configurations.select { _1.name == name }
         if configs.empty?
           raise Thor::Error, "lease_machines:install: config/database.yml names no database #{name.inspect}"
