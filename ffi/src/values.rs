@@ -7,7 +7,7 @@
 //! construction.
 
 use lease_machines::json::Json;
-use lease_machines::{Cadence, Checkpoint, Fence, Lease, Rejection, WriteCheck};
+use lease_machines::{Cadence, Checkpoint, Fence, FencingToken, Lease, Rejection, WriteCheck};
 use magnus::{prelude::*, Error, IntoValue, Ruby, Value};
 
 use crate::convert::{
@@ -138,8 +138,12 @@ fn checkpoint_check_write(
     let now = seconds_arg(ruby, "now", now)?;
     let check = match token {
         Some(token) => checkpoint.check_write(fence, token, now),
-        None if fence.highest().is_some_and(|mark| !checkpoint.issued(mark)) => WriteCheck::InconsistentMark,
-        None => WriteCheck::Refused(Rejection::StaleToken),
+        // Token 0 is checked as token 1 is, for what the core checks before the token (the fence's mark), and is
+        // then never admitted: it is older than every token.
+        None => match checkpoint.check_write(fence, FencingToken::FIRST, now) {
+            WriteCheck::InconsistentMark => WriteCheck::InconsistentMark,
+            _ => WriteCheck::Refused(Rejection::StaleToken),
+        },
     };
     Ok(match check {
         WriteCheck::Admitted(_) => WriteVerdict::Admitted.symbol(ruby).as_value(),

@@ -22,10 +22,12 @@ module LeaseMachines
       @token = token
       @highest = highest
       @reason = reason
-      super("#{resource}: token #{token} #{Fenced.why(token, highest, reason)}; the write was refused")
+      super("#{resource}: token #{token} #{why}; the write was refused")
     end
 
-    def self.why(token, highest, reason)
+    private
+
+    def why
       return "is never issued" if token.zero?
 
       case reason

@@ -18,15 +18,15 @@ module LeaseMachines
       module_function
 
       # Runs the block in a transaction on +record+'s connection, fenced by +token+ on +resource+, the lease checked
-      # on +clock+ (the lease store's). Returns the block's value. Sets payload[:committed] when the write's own
-      # transaction committed (an after_commit callback may still raise after it).
+      # on +clock+ (the lease store's). Returns the block's value. Sets payload[:committed], whether the write's
+      # transaction committed, however the call ends (an after_commit callback may raise after the commit; a write
+      # that joined an enclosing transaction commits later, with it: false).
       def run(record, resource:, token:, clock:, payload: {})
         record.with_connection do |connection|
           store = store_for(connection, clock)
-          failure = nil
-          transaction = nil
+          failure = transaction = nil
           begin
-            result = connection.transaction do
+            connection.transaction do
               transaction = connection.current_transaction
               connection.materialize_transactions
               store.fenced(resource: resource, token: token) { yield connection }
@@ -34,16 +34,12 @@ module LeaseMachines
               failure = e
               raise
             end
-            payload[:committed] = committed?(transaction)
-            result
-          rescue ::ActiveRecord::StatementInvalid
+          rescue ::ActiveRecord::StatementInvalid => e
             # The block ended the transaction itself (COMMIT, ROLLBACK): the fence's StoreError says so, rather than
             # ActiveRecord's failure to close a transaction that is gone.
-            raise failure if failure
-
-            raise
+            raise failure || e
           ensure
-            payload[:committed] = committed?(transaction) unless payload.key?(:committed)
+            payload[:committed] = transaction&.state&.committed? || false
           end
         end
       end
@@ -52,11 +48,6 @@ module LeaseMachines
       def busy_timeout(connection)
         milliseconds = connection.pool.db_config.configuration_hash[:timeout]
         milliseconds && Integer(milliseconds) / 1000.0
-      end
-
-      # Whether +transaction+ (ActiveRecord's, the write's own or the one it joined) committed.
-      def committed?(transaction)
-        !transaction.nil? && transaction.state.committed?
       end
 
       # The fence's Store on +connection+ (created at its first fenced write, inside an open transaction or not),

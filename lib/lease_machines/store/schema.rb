@@ -17,45 +17,45 @@ module LeaseMachines
         module_function
 
         # Creates what is missing (only outside a transaction: inside one, the application's, the schema must already
-        # be there), then checks every table's columns and the format. Raises StoreError for a mismatch,
-        # SQLite3::Exception when the database cannot be read.
+        # be there), then checks every table's columns and the format. Tables of another shape are refused before
+        # anything is written. Raises StoreError for a mismatch, SQLite3::Exception when the database cannot be read.
         def prepare(adapter)
-          missing = TABLES.reject { |table| adapter.rows(COLUMNS, table).any? }
-          check_columns(adapter, TABLES - missing) # before anything is written into a database of another shape
-          if missing.any? || format_of(adapter).nil?
+          found = columns(adapter)
+          check_columns(adapter, found)
+          format = found.key?("lease_machines_schema") ? format_of(adapter) : nil
+          if found.size < TABLES.size || format.nil?
             if adapter.in_transaction?
-              refuse(adapter, "its tables (#{missing.join(", ")}) are missing and a transaction is open on the " \
-                              "connection: run the schema (LeaseMachines::Store::SCHEMA) or the install " \
-                              "generator's migration first")
+              refuse(adapter, "its tables (#{(TABLES - found.keys).join(", ")}) are missing and a transaction is " \
+                              "open on the connection: run the schema (LeaseMachines::Store::SCHEMA) or the " \
+                              "install generator's migration first")
             end
             adapter.connection.execute_batch(SCHEMA)
+            check_columns(adapter, columns(adapter))
+            format = format_of(adapter)
           end
-          check(adapter)
-        end
-
-        def check(adapter)
-          check_columns(adapter, TABLES)
-          format = format_of(adapter)
           return if format == FORMAT
 
           refuse(adapter, "its schema is format #{Store.shown(format)}; this lease_machines reads format #{FORMAT} " \
                           "only")
         end
 
-        def check_columns(adapter, tables)
-          tables.each do |table|
-            found = adapter.rows(COLUMNS, table)
-            expected = expected_columns.fetch(table)
-            next if found == expected
+        # The columns of each of the store's tables that exist, by table.
+        def columns(adapter)
+          TABLES.to_h { |table| [table, adapter.rows(COLUMNS, table)] }.reject { |_, found| found.empty? }
+        end
 
-            refuse(adapter, "#{table} is not the lease store's table (columns #{describe(found)}; format #{FORMAT} " \
-                            "has #{describe(expected)})")
+        # Refuses a table whose columns (+found+, by table) are not the ones SCHEMA declares.
+        def check_columns(adapter, found)
+          found.each do |table, columns|
+            expected = expected_columns.fetch(table)
+            next if columns == expected
+
+            refuse(adapter, "#{table} is not the lease store's table (columns #{describe(columns)}; format " \
+                            "#{FORMAT} has #{describe(expected)})")
           end
         end
 
-        def format_of(adapter)
-          adapter.rows(COLUMNS, "lease_machines_schema").empty? ? nil : adapter.rows(READ_FORMAT).first&.first
-        end
+        def format_of(adapter) = adapter.rows(READ_FORMAT).first&.first
 
         # The columns SCHEMA declares, read once from an in-memory database that ran it.
         def expected_columns

@@ -114,7 +114,13 @@ module LeaseMachines
       # again.
       def check_file!
         return unless @file
-        return if file_identity == @file
+
+        stat = begin
+          File.stat(@name)
+        rescue Errno::ENOENT
+          nil
+        end
+        return if stat && stat.dev == @file.first && stat.ino == @file.last
 
         raise StoreError, "#{@name}: the database file was deleted or replaced while the store had it open; " \
                           "its grants would be lost: open the store again"
@@ -197,15 +203,12 @@ module LeaseMachines
         end
       end
 
-      # The device and inode of the database file, nil for an in-memory or temporary database; a file gone is
-      # :missing.
+      # The device and inode of the database file, nil for an in-memory or temporary database.
       def file_identity
         return nil if @name == ":memory:" || @name.empty?
 
         stat = File.stat(@name)
-        [stat.dev, stat.ino]
-      rescue Errno::ENOENT
-        :missing
+        [stat.dev, stat.ino].freeze
       end
 
       # The statement's first row as an Array (nil when there is none), read without the connection's result
