@@ -35,6 +35,15 @@ class StoreTest < Minitest::Test
     other.close
   end
 
+  def test_each_request_makes_one_native_decision_call
+    @store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
+    assert_equal %i[_resource_name _store_decide],
+                 native_calls { @store.renew(resource: R, owner: 7, token: 1, ttl: 30.0, now: 2.0) }
+    assert_equal %i[_resource_name _store_decide],
+                 native_calls { @store.transfer(resource: R, owner: 7, token: 1, new_owner: 8, ttl: 30.0, now: 2.0) }
+    assert_equal %i[_resource_name _store_check_write], native_calls { @store.fenced(resource: R, token: 2) { nil } }
+  end
+
   def test_every_decision_is_durable_and_revisions_rise_on_accepted_changes
     assert_equal :granted, @store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0).status
     assert_equal :occupied, @store.acquire(resource: R, owner: 12, ttl: 30.0, now: 1.0).reason

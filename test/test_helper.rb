@@ -63,6 +63,16 @@ module LeaseMachines
       skip "the sqlite3 gem is not installed for this Ruby" unless SQLITE3
     end
 
+    # The extension's private methods (the native calls) made while the block runs, in order.
+    def native_calls
+      calls = []
+      trace = TracePoint.new(:c_call) do |tp|
+        calls << tp.method_id if tp.method_id.start_with?("_") && tp.defined_class.inspect.include?("LeaseMachines")
+      end
+      trace.enable { yield }
+      calls
+    end
+
     # Skip a test that starts another Ruby process when that is impossible here.
     def spawns_ruby!
       skip "cannot start a child Ruby here (qemu-user without binfmt)" if NO_SPAWN

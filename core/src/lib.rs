@@ -31,6 +31,7 @@ pub mod json;
 mod lease;
 mod owner;
 mod resource;
+mod row;
 mod rules;
 #[cfg(feature = "alloc")]
 mod table;
@@ -46,6 +47,7 @@ pub use holder::{Cadence, Holder, HolderState};
 pub use lease::Lease;
 pub use owner::OwnerId;
 pub use resource::{check_resource_name, ResourceNameError, MAX_RESOURCE_BYTES};
+pub use row::{LeaseRow, Request, RowDecision};
 pub use token::FencingToken;
 pub use write_check::WriteCheck;
 

@@ -20,6 +20,7 @@ mod floor;
 mod holder;
 mod json;
 mod records;
+mod row;
 mod simulation;
 mod symbols;
 mod table;
@@ -52,6 +53,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     records::define(ruby, module)?;
     simulation::define(ruby, module)?;
     floor::define(ruby, module)?;
+    row::define(module)?;
     Ok(())
 }
 

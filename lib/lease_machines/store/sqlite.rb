@@ -13,6 +13,15 @@ module LeaseMachines
     class SQLite
       # What this database's driver raises; Store turns it into StoreError.
       ERRORS = [SQLite3::Exception].freeze
+
+      def self.adapter_name = :sqlite
+      def self.errors = ERRORS
+      def self.message(error) = error.message
+      def self.check_name!(name) = name
+
+      # Whether +database+ is for this adapter: everything that is not PostgreSQL's is (a bad argument is then
+      # refused here, with the message that names both).
+      def self.accepts?(_database) = true
       # SQLite integers are signed 64-bit: the store refuses to issue tokens above this.
       MAX_INTEGER = 2**63 - 1
       # The schema, for people who manage their own migrations.
@@ -73,8 +82,8 @@ module LeaseMachines
       def self.path(database)
         path = defined?(Pathname) && Pathname === database ? database.to_path : database
         unless String === path
-          raise TypeError, "database must be a path (String or Pathname) or an SQLite3::Database, " \
-                           "got #{Store.shown(database)}"
+          raise TypeError, "database must be a path (String or Pathname), an SQLite3::Database, a postgresql:// " \
+                           "URL or a PG::Connection, got #{Store.shown(database)}"
         end
         raise ArgumentError, "database path is empty" if path.empty?
         raise ArgumentError, "database path contains a NUL byte" if path.include?("\0")
@@ -112,7 +121,7 @@ module LeaseMachines
       # Raises StoreError when the database file at the path is no longer the one this connection has open (deleted,
       # or replaced): grants made in an unlinked file would be lost, and the next process would issue their tokens
       # again.
-      def check_file!
+      def check!
         return unless @file
 
         stat = begin
@@ -138,12 +147,37 @@ module LeaseMachines
 
       def in_transaction? = @connection.transaction_active?
 
-      # Opens the store's own transaction: takes the write lock at once (so that the read sees the newest committed
-      # row and no other writer can slip in between the read and the write), and marks it as the store's with a
-      # savepoint, in one call into SQLite, so that no Ruby code (a signal's trap handler) can run between the two.
-      def begin_transaction = @connection.execute_batch2("BEGIN IMMEDIATE; SAVEPOINT #{OWN}")
+      # Opens the store's own transaction with the write lock taken (so that the read sees the newest committed row
+      # and no other writer can slip in between the read and the write), marked as the store's, and reads the row
+      # of +resource+. Returns [row, nil]: SQLite has no clock of its own (see #lease_row for the row).
+      def open_request(resource, clock: false)
+        begin_transaction
+        [read_row(resource), nil]
+      end
 
-      def commit = @connection.execute("COMMIT")
+      # Writes +row+ (the extension's columns; nil: nothing changed) and commits.
+      def close_request(resource, row)
+        write_row(resource, row) if row
+        @connection.execute("COMMIT")
+      end
+
+      # Opens the transaction of a fenced write: the store's own (+savepoint+ nil), or a savepoint named
+      # +savepoint+ inside the transaction already open. Returns [row, fence mark, nil].
+      def open_fence(resource, savepoint:, clock: false)
+        savepoint ? @connection.execute("SAVEPOINT #{savepoint}") : begin_transaction
+        [read_row(resource), read_fence(resource), nil]
+      end
+
+      # Raises the fence mark of +resource+ to +token+ and ends the fenced write's transaction: releases its
+      # savepoint, or commits the store's own.
+      def close_fence(resource, token, savepoint:)
+        step(WRITE_FENCE, resource, token)
+        @connection.execute(savepoint ? "RELEASE #{savepoint}" : "COMMIT")
+      end
+
+      # Whether +error+ (from #close_fence) says the savepoint is gone: released, or rolled back to an outer one,
+      # inside the block.
+      def savepoint_gone?(error) = error.message.include?("no such savepoint")
 
       # Rolls back the store's own transaction, and only that: a transaction without the store's mark (the
       # application's) is left alone. Returns whether it rolled one back.
@@ -161,10 +195,6 @@ module LeaseMachines
         false # SQLite already rolled back (a statement with ON CONFLICT ROLLBACK, say); what went wrong goes on
       end
 
-      # A savepoint of a fenced write inside a transaction already open (the application's, or the store's own).
-      def savepoint(name) = @connection.execute("SAVEPOINT #{name}")
-      def release_savepoint(name) = @connection.execute("RELEASE #{name}")
-
       def rollback_to_savepoint(name)
         @connection.execute("ROLLBACK TO #{name}")
         @connection.execute("RELEASE #{name}")
@@ -172,25 +202,28 @@ module LeaseMachines
         nil
       end
 
-      # [owner, token, expires_at, last_issued, observed, revision] of the resource's row, or nil. The owner is
-      # stored as its two's complement when above MAX_INTEGER, and comes back as the Integer it was.
-      def lease_row(resource)
+      # The columns [owner, token, expires_at, last_issued, observed, revision] of the resource's row, or nil. The
+      # owner is stored as its two's complement when above MAX_INTEGER, and comes back as the Integer it was.
+      def read_row(resource)
         row = step(READ_LEASE, resource)&.dup
         row[0] += 2**64 if row && Integer === row[0] && row[0].negative?
         row
       end
 
-      def write_lease(resource, owner, token, expires_at, last_issued, observed, revision)
-        owner -= 2**64 if owner && owner > MAX_INTEGER
-        step(WRITE_LEASE, resource, owner, token, expires_at, last_issued, observed, revision)
-      end
-
       # The stored high-water of the resource's fenced writes, or nil without a row.
-      def fence_highest(resource) = step(READ_FENCE, resource)&.first
-
-      def write_fence(resource, highest) = step(WRITE_FENCE, resource, highest)
+      def read_fence(resource) = step(READ_FENCE, resource)&.first
 
       private
+
+      # Takes the write lock at once and marks the transaction as the store's with a savepoint, in one call into
+      # SQLite, so that no Ruby code (a signal's trap handler) can run between the two.
+      def begin_transaction = @connection.execute_batch2("BEGIN IMMEDIATE; SAVEPOINT #{OWN}")
+
+      def write_row(resource, row)
+        owner, *rest = row
+        owner -= 2**64 if owner && owner > MAX_INTEGER
+        step(WRITE_LEASE, resource, owner, *rest)
+      end
 
       def busy_timeout=(milliseconds)
         # A Ruby busy handler sleeps with the GVL released, so that the thread of this process holding the lock (a

@@ -1,0 +1,300 @@
+//! A durable store's one call per request (`LeaseMachines::Store`): the resource's row as the database returned it
+//! in, the decision and the row to write back out, by the core's [`LeaseRow`]. The store reads, locks and writes;
+//! every rule is here, in one native call.
+//!
+//! A row crosses as the Array of its columns, `[owner, token, expires_at, last_issued, observed, revision]`
+//! (Integers, Floats and nils, as the database driver returns them), or `nil` for a resource without one. A row no
+//! history can produce (wrong types, a token above the high-water, more tokens than changes, ...) raises
+//! `LeaseMachines::StoreError` naming the resource and the database; an argument of the request raises what the
+//! input rules name, before the row is looked at.
+
+use std::time::Duration;
+
+use lease_machines::{
+    Checkpoint, ClockPolicy, Decision, Fence, FencingToken, Lease, LeaseRow, OwnerId, Rejection, Request, WriteCheck,
+};
+use magnus::{prelude::*, Error, ExceptionClass, IntoValue, RArray, RModule, Ruby, Symbol, Value};
+
+use crate::convert::{
+    instant, never_current, on_grid, optional_token_arg, owner_arg, seconds_arg, shown, token_arg, u64_arg,
+};
+use crate::data::{self, LEASE};
+use crate::symbols::{Status, SymbolEnum, WriteVerdict};
+use crate::values;
+
+/// The columns of a row, in the order they cross.
+const COLUMNS: usize = 6;
+
+/// `LeaseMachines::StoreError` with `message` (the class is the Ruby store's, `lib/lease_machines/store/errors.rb`).
+fn store_error(ruby: &Ruby, message: String) -> Error {
+    let class = ruby
+        .class_object()
+        .const_get::<_, RModule>("LeaseMachines")
+        .and_then(|module| module.const_get::<_, ExceptionClass>("StoreError"));
+    match class {
+        Ok(class) => Error::new(class, message),
+        Err(error) => error,
+    }
+}
+
+/// Where a corrupt row is, for the message: `"name" in path`.
+struct Place {
+    path: Value,
+    name: Value,
+}
+
+impl Place {
+    fn corrupt(&self, ruby: &Ruby, table: &str, what: &str) -> Error {
+        let path = String::try_convert(self.path).unwrap_or_else(|_| shown(self.path));
+        store_error(ruby, format!("corrupt {table} row for {} in {path}: {what}", shown(self.name)))
+    }
+}
+
+/// The row `value` stands for: [`LeaseRow::EMPTY`] for `nil`.
+fn row_arg(ruby: &Ruby, place: &Place, value: Value) -> Result<LeaseRow, Error> {
+    if value.is_nil() {
+        return Ok(LeaseRow::EMPTY);
+    }
+    let columns = RArray::from_value(value).filter(|columns| columns.len() == COLUMNS);
+    let Some(columns) = columns else {
+        return Err(place.corrupt(ruby, "lease", &format!("{} is not its {COLUMNS} columns", shown(value))));
+    };
+    let column = |index: usize| columns.entry::<Value>(index as isize);
+    let corrupt = |error: Error| place.corrupt(ruby, "lease", &error.to_string());
+    let (owner, token, expires_at) = (column(0)?, column(1)?, column(2)?);
+    let last_issued = optional_token_arg(ruby, "last_issued", column(3)?).map_err(corrupt)?;
+    let observed = seconds_arg(ruby, "observed", column(4)?).map_err(corrupt)?;
+    let revision = u64_arg(ruby, "revision", column(5)?).map_err(corrupt)?;
+    let lease = if token.is_nil() && owner.is_nil() && expires_at.is_nil() {
+        None
+    } else {
+        let owner = owner_arg(ruby, owner).map_err(corrupt)?;
+        let token = optional_token_arg(ruby, "token", token).map_err(corrupt)?;
+        let expires_at = seconds_arg(ruby, "expires_at", expires_at).map_err(corrupt)?;
+        let Some(token) = token else {
+            return Err(place.corrupt(ruby, "lease", "a lease without a token"));
+        };
+        Some(Lease::new(owner, token, expires_at))
+    };
+    let checkpoint = Checkpoint::from_parts(last_issued, lease, observed).ok_or_else(|| {
+        place.corrupt(
+            ruby,
+            "lease",
+            &format!("lease token {} was never issued", lease.map_or(0, |l| l.token().value())),
+        )
+    })?;
+    LeaseRow::from_parts(checkpoint, revision).ok_or_else(|| {
+        let issued = last_issued.map_or(0, FencingToken::value);
+        place.corrupt(ruby, "lease", &format!("{issued} tokens issued in {revision} changes (each grant is a change)"))
+    })
+}
+
+/// The columns of `row`, as the store writes them (times as the Floats the gem hands out).
+fn row_columns(ruby: &Ruby, row: LeaseRow) -> RArray {
+    let checkpoint = row.checkpoint();
+    let lease = checkpoint.lease();
+    let columns = ruby.ary_new_capa(COLUMNS);
+    let nil = ruby.qnil().as_value();
+    let _ = columns.push(lease.map_or(nil, |lease| lease.owner().value().into_value_with(ruby)));
+    let _ = columns.push(lease.map_or(nil, |lease| lease.token().value().into_value_with(ruby)));
+    let _ = columns.push(lease.map_or(nil, |lease| instant(lease.expires_at()).into_value_with(ruby)));
+    let _ = columns.push(checkpoint.last_issued().map_or(nil, |token| token.value().into_value_with(ruby)));
+    let _ = columns.push(instant(checkpoint.observed()).into_value_with(ruby));
+    let _ = columns.push(row.revision().into_value_with(ruby));
+    columns
+}
+
+/// A request as the caller asked it, checked but not yet put to a row: a presented token 0 (never issued) is
+/// `None` until the row says which token it must not be.
+struct Asked {
+    kind: Kind,
+    owner: OwnerId,
+    token: Option<FencingToken>,
+    new_owner: OwnerId,
+    ttl: Duration,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Acquire,
+    Reacquire,
+    Renew,
+    Release,
+    Transfer,
+}
+
+impl Asked {
+    /// The request `kind` names with its `args` (an Array): `:acquire`/`:reacquire` `[owner, ttl]`, `:renew`
+    /// `[owner, token, ttl]`, `:release` `[owner, token]`, `:transfer` `[owner, token, new_owner, ttl]`.
+    fn arg(ruby: &Ruby, kind: Value, args: Value) -> Result<Self, Error> {
+        let name = Symbol::try_convert(kind)?.name()?.into_owned();
+        let args = RArray::try_convert(args)?;
+        let arg = |index: isize| args.entry::<Value>(index);
+        let (kind, ttl_at) = match name.as_str() {
+            "acquire" => (Kind::Acquire, 1),
+            "reacquire" => (Kind::Reacquire, 1),
+            "renew" => (Kind::Renew, 2),
+            "release" => (Kind::Release, -1),
+            "transfer" => (Kind::Transfer, 3),
+            other => return Err(Error::new(ruby.exception_arg_error(), format!("no store request {other:?}"))),
+        };
+        let owner = owner_arg(ruby, arg(0)?)?;
+        let token = match kind {
+            Kind::Acquire | Kind::Reacquire => None,
+            Kind::Renew | Kind::Release | Kind::Transfer => token_arg(ruby, "token", arg(1)?)?,
+        };
+        let new_owner = match kind {
+            Kind::Transfer => OwnerId::new(u64_arg(ruby, "new_owner", arg(2)?)?),
+            _ => owner,
+        };
+        let ttl = if ttl_at < 0 { Duration::ZERO } else { seconds_arg(ruby, "ttl", arg(ttl_at)?)? };
+        Ok(Self { kind, owner, token, new_owner, ttl })
+    }
+
+    /// The request on `row`: a token 0 stands for a token that is not the row's current one, so that it goes
+    /// through every check before it is refused.
+    fn on(&self, row: &LeaseRow) -> Request {
+        let token = self.token.unwrap_or_else(|| never_current(row.checkpoint().lease().map(|lease| lease.token())));
+        let (owner, ttl) = (self.owner, self.ttl);
+        match self.kind {
+            Kind::Acquire => Request::Acquire { owner, ttl },
+            Kind::Reacquire => Request::Reacquire { owner, ttl },
+            Kind::Renew => Request::Renew { owner, token, ttl },
+            Kind::Release => Request::Release { owner, token },
+            Kind::Transfer => Request::Transfer { owner, token, new_owner: self.new_owner, ttl },
+        }
+    }
+}
+
+/// Moves a granted or renewed lease's expiry up to the next Float (see `convert::on_grid`), in the row to write as
+/// well: the `expires_at` Ruby sees and stores is then exactly the engine's deadline, never earlier.
+fn on_grid_lease(lease: Lease, write: Option<LeaseRow>) -> (Lease, Option<LeaseRow>) {
+    let lease = Lease::new(lease.owner(), lease.token(), on_grid(lease.expires_at()));
+    let write = write.map(|row| {
+        let checkpoint = row.checkpoint();
+        Checkpoint::from_parts(checkpoint.last_issued(), Some(lease), checkpoint.observed())
+            .and_then(|checkpoint| LeaseRow::from_parts(checkpoint, row.revision()))
+            .unwrap_or(row)
+    });
+    (lease, write)
+}
+
+/// `LeaseMachines._store_decide(path, name, row, kind, args, now, clock_policy)`: the request decided on the row,
+/// as `[decision, row_to_write]` (a frozen `LeaseMachines::Decision`; the columns to write back, or `nil` when
+/// nothing changed). An accepted transfer answers `:transferred` with the new owner's lease.
+#[allow(clippy::too_many_arguments)]
+fn store_decide(
+    ruby: &Ruby,
+    path: Value,
+    name: Value,
+    row: Value,
+    kind: Value,
+    args: Value,
+    now: Value,
+    clock_policy: Value,
+) -> Result<RArray, Error> {
+    let place = Place { path, name };
+    let now = seconds_arg(ruby, "now", now)?;
+    let policy = ClockPolicy::arg(ruby, clock_policy)?;
+    // The request's arguments are checked before the row: an input fault is the caller's, whatever is stored.
+    let asked = Asked::arg(ruby, kind, args)?;
+    let row = row_arg(ruby, &place, row)?;
+    let request = asked.on(&row);
+    let answer = row.decide(request, now, policy);
+    let (decision, write) = match answer.decision() {
+        Decision::Granted(lease) => {
+            let (lease, write) = on_grid_lease(lease, answer.write());
+            let status = if asked.kind == Kind::Transfer { Status::Transferred } else { Status::Granted };
+            (granted(ruby, status, lease)?, write)
+        }
+        Decision::Renewed(lease) => {
+            let (lease, write) = on_grid_lease(lease, answer.write());
+            (granted(ruby, Status::Renewed, lease)?, write)
+        }
+        Decision::Released => (
+            data::decision::<crate::data::LeaseMembers>(
+                ruby,
+                Status::Released.symbol(ruby).as_value(),
+                None,
+                ruby.qnil().as_value(),
+            )?,
+            answer.write(),
+        ),
+        Decision::Rejected(rejection) => (data::refusal(ruby, rejection)?, answer.write()),
+    };
+    let nil = ruby.qnil().as_value();
+    let write = write.map_or(nil, |row| row_columns(ruby, row).as_value());
+    Ok(ruby.ary_new_from_values(&[decision, write]))
+}
+
+fn granted(ruby: &Ruby, status: Status, lease: Lease) -> Result<Value, Error> {
+    let lease = Some((&LEASE, values::lease_members(ruby, lease)));
+    data::decision(ruby, status.symbol(ruby).as_value(), lease, ruby.qnil().as_value())
+}
+
+/// `LeaseMachines._store_check_write(path, name, row, highest, token, now)`: the core's check of a write carrying
+/// `token` at `now` against the resource's row and its fence's stored mark `highest` (nil without one), as a Symbol:
+/// `:admitted`, or a refusal's reason (`:stale_token`, `:not_held`, `:expired`). Raises `ArgumentError` for a token
+/// the row never issued, `StoreError` for a row or mark no history can produce. Token 0, never issued, is older
+/// than every token: `:stale_token`.
+fn store_check_write(
+    ruby: &Ruby,
+    path: Value,
+    name: Value,
+    row: Value,
+    highest: Value,
+    token: Value,
+    now: Value,
+) -> Result<Value, Error> {
+    let place = Place { path, name };
+    let presented = token_arg(ruby, "token", token)?;
+    let now = seconds_arg(ruby, "now", now)?;
+    let row = row_arg(ruby, &place, row)?;
+    let mark = optional_token_arg(ruby, "highest", highest)
+        .map_err(|_| place.corrupt(ruby, "fence", &format!("highest {} is not a token", shown(highest))))?;
+    let fence = Fence::new(mark);
+    let check = match presented {
+        Some(token) => row.check_write(fence, token, now),
+        // Token 0 is checked as token 1 is for what comes before the token (the fence's mark), then never admitted.
+        None => match row.check_write(fence, FencingToken::FIRST, now) {
+            WriteCheck::InconsistentMark => WriteCheck::InconsistentMark,
+            _ => WriteCheck::Refused(Rejection::StaleToken),
+        },
+    };
+    match check {
+        WriteCheck::Admitted(_) => Ok(WriteVerdict::Admitted.symbol(ruby).as_value()),
+        WriteCheck::Refused(reason) => Ok(reason.symbol(ruby).as_value()),
+        WriteCheck::NeverIssued => {
+            let issued = row.checkpoint().last_issued().map_or_else(
+                || "no lease was ever granted on it".to_owned(),
+                |last| format!("the last one was {}", last.value()),
+            );
+            let message = format!("{}: token {} was never issued ({issued})", resource_text(name), shown(token));
+            Err(Error::new(ruby.exception_arg_error(), message))
+        }
+        WriteCheck::InconsistentMark => {
+            Err(place.corrupt(ruby, "fence", &format!("highest {} was never issued", shown(highest))))
+        }
+    }
+}
+
+/// The resource name as text, for a message.
+fn resource_text(name: Value) -> String {
+    String::try_convert(name).unwrap_or_else(|_| shown(name))
+}
+
+/// `LeaseMachines._store_checkpoint(path, name, row)`: `[checkpoint, revision]` of the row (an empty checkpoint and
+/// 0 for `nil`).
+fn store_checkpoint(ruby: &Ruby, path: Value, name: Value, row: Value) -> Result<RArray, Error> {
+    let row = row_arg(ruby, &Place { path, name }, row)?;
+    let checkpoint = values::checkpoint(ruby, &row.checkpoint())?;
+    Ok(ruby.ary_new_from_values(&[checkpoint, row.revision().into_value_with(ruby)]))
+}
+
+pub fn define(module: RModule) -> Result<(), Error> {
+    let singleton = module.singleton_class()?;
+    singleton.define_private_method("_store_decide", magnus::function!(store_decide, 7))?;
+    singleton.define_private_method("_store_check_write", magnus::function!(store_check_write, 6))?;
+    singleton.define_private_method("_store_checkpoint", magnus::function!(store_checkpoint, 3))?;
+    Ok(())
+}

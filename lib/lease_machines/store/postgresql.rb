@@ -1,0 +1,377 @@
+# frozen_string_literal: true
+
+module LeaseMachines
+  class Store
+    # The PostgreSQL side of Store: how to reach the server, run a request's transaction in at most two round trips
+    # (libpq's pipeline mode), and read and write the two tables. It makes no decision (the extension does) and knows
+    # no lease rule.
+    #
+    # Every request runs READ COMMITTED with the resource's row locked (FOR UPDATE for a decision, FOR SHARE for a
+    # fenced write), its lock waits bounded by lock_timeout (set for the transaction only), and its clock read with
+    # clock_timestamp() after the lock. It keeps no session state: no advisory lock, no session SET, no named
+    # prepared statement, so a pooler in transaction mode (PgBouncer) is safe. Statements travel as unnamed,
+    # parameterized queries: a resource name is never SQL.
+    class PostgreSQL
+      # The schema, for people who manage their own migrations.
+      SCHEMA = File.read(File.expand_path("postgresql.sql", __dir__)).freeze
+      # PostgreSQL bigints are signed 64-bit.
+      MAX_INTEGER = 2**63 - 1
+      # The longest lock_timeout PostgreSQL takes, in milliseconds (a C int), as seconds.
+      MAX_BUSY_TIMEOUT = (2**31 - 1) / 1000.0
+      # How long a request on a connection the store opens waits for another transaction's lock, Float seconds.
+      DEFAULT_BUSY_TIMEOUT = 5.0
+      URL = %r{\Apostgres(?:ql)?://}i
+      # Each table's columns as [name, type], as information_schema reports them.
+      COLUMNS = {
+        "lease_machines_schema" => [%w[id integer], %w[format integer]],
+        "lease_machines_leases" => [%w[resource text], %w[owner bigint], %w[token bigint],
+                                    ["expires_at", "double precision"], %w[last_issued bigint],
+                                    ["observed", "double precision"], %w[revision bigint]],
+        "lease_machines_fences" => [%w[resource text], %w[highest bigint]]
+      }.freeze
+      FORMAT = 1
+      READ_COLUMNS = <<~SQL.freeze
+        SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = ANY ($1::text[]) ORDER BY table_name, ordinal_position
+      SQL
+      LEASE_COLUMNS = "owner, token, expires_at, last_issued, observed, revision"
+      # The store's own transaction, marked as the store's twice, for #rollback_own: a savepoint (which an aborted
+      # transaction can still roll back to) and a setting (which a live one can read), both gone with it.
+      BEGIN_OWN = "BEGIN ISOLATION LEVEL READ COMMITTED"
+      OWN = "lease_machines_own"
+      MARK_OWN = "SAVEPOINT #{OWN}".freeze
+      # The request's lock timeout ('' keeps the connection's), for this transaction only; +own+ marks the store's.
+      SET_TIMEOUT = "SELECT set_config('lock_timeout', coalesce(nullif($1, ''), current_setting('lock_timeout')), true)"
+      SET_OWN = "#{SET_TIMEOUT}, set_config('lease_machines.own', 'own', true)".freeze
+      ENSURE_ROW = "INSERT INTO lease_machines_leases (resource) VALUES ($1) ON CONFLICT (resource) DO NOTHING"
+      LOCK_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = $1 FOR UPDATE".freeze
+      SHARE_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = $1 FOR SHARE".freeze
+      READ_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = $1".freeze
+      READ_FENCE = "SELECT highest FROM lease_machines_fences WHERE resource = $1"
+      # The server's clock, read after the row's lock: statements of one pipeline run in order.
+      CLOCK = "SELECT extract(epoch FROM clock_timestamp())::float8"
+      WRITE_ROW = <<~SQL.freeze
+        UPDATE lease_machines_leases SET owner = $2, token = $3, expires_at = $4, last_issued = $5, observed = $6,
+          revision = $7 WHERE resource = $1
+      SQL
+      WRITE_FENCE = <<~SQL.freeze
+        INSERT INTO lease_machines_fences (resource, highest) VALUES ($1, $2)
+        ON CONFLICT (resource) DO UPDATE SET highest = excluded.highest
+      SQL
+      OLD_LOCK_TIMEOUT = "SELECT current_setting('lock_timeout')"
+      RESTORE_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', $1, true)"
+      OWN_MARK = "SELECT current_setting('lease_machines.own', true)"
+      # Serializes two processes creating the schema at once (a transaction-scoped lock: no session state).
+      CREATE_LOCK = "SELECT pg_advisory_xact_lock(7311201726481923)"
+      private_constant :URL, :COLUMNS, :READ_COLUMNS, :LEASE_COLUMNS, :BEGIN_OWN, :OWN, :MARK_OWN, :SET_TIMEOUT,
+                       :SET_OWN, :ENSURE_ROW, :LOCK_ROW,
+                       :SHARE_ROW, :READ_ROW, :READ_FENCE, :CLOCK, :WRITE_ROW, :WRITE_FENCE, :OLD_LOCK_TIMEOUT,
+                       :RESTORE_LOCK_TIMEOUT, :OWN_MARK, :CREATE_LOCK
+
+      def self.adapter_name = :postgresql
+
+      # What this database's driver raises; Store turns it into StoreError.
+      def self.errors = defined?(::PG::Error) ? [::PG::Error] : []
+
+      # Whether +database+ is a PostgreSQL URL or connection.
+      def self.accepts?(database)
+        (String === database && URL.match?(database)) || (defined?(::PG::Connection) && ::PG::Connection === database)
+      end
+
+      # The driver's message, on one line.
+      def self.message(error) = error.message.strip.gsub(/\s*\n\s*/, "; ")
+
+      # What names +database+ in a message: the server, port, user and database, never a password.
+      def self.describe(database)
+        return database.then { |c| "postgresql://#{c.user}@#{c.host}:#{c.port}/#{c.db}" } unless String === database
+
+        uri = URI.parse(database)
+        uri.password = nil
+        uri.query = nil
+        uri.to_s
+      rescue URI::Error, ::PG::Error
+        "a PostgreSQL server (#{database.class})"
+      end
+
+      # The connection, and what names it in messages.
+      attr_reader :connection, :name
+
+      # Connects to +database+ (a postgresql:// URL) or takes an open PG::Connection (the application's own, whose
+      # settings are left as they are). +busy_timeout+ is Float seconds (0 to about 24 days) or nil: 5 seconds for a
+      # connection the store opens, the connection's own lock_timeout for one it is given. The schema is created
+      # where it is missing (outside a transaction), then checked. Raises LoadError when the pg gem is missing,
+      # TypeError or ArgumentError for bad arguments, PG::Error when the server cannot be reached or set up,
+      # StoreError for tables of another shape or format.
+      def initialize(database, busy_timeout:)
+        require "pg"
+        require "uri"
+        @owned = String === database
+        seconds = busy_timeout.nil? && @owned ? DEFAULT_BUSY_TIMEOUT : busy_timeout
+        @lock_timeout = seconds.nil? ? "" : "#{SQLite.busy_timeout_ms(seconds)}ms"
+        @name = self.class.describe(database)
+        @connection = @owned ? connect(database) : database
+        # The lock timeout each open fenced savepoint replaced, restored when it is released.
+        @kept_timeouts = {}
+        begin
+          prepare_schema
+        rescue ::PG::Error, StoreError
+          close if @owned
+          raise
+        end
+      end
+
+      def close = @connection.finished? || @connection.close
+
+      def closed? = @connection.finished?
+
+      # Raises StoreError when the connection is broken; one the store opened is first reconnected, so that a
+      # request after a lost connection reads the truth from the server.
+      def check!
+        return if @connection.status == ::PG::CONNECTION_OK
+
+        raise StoreError, "#{@name}: the connection to the server is broken" unless @owned
+
+        begin
+          @connection.reset
+        rescue ::PG::Error => e
+          raise StoreError, "#{@name}: cannot reconnect: #{self.class.message(e)}"
+        end
+      end
+
+      def in_transaction? = @connection.transaction_status != ::PG::PQTRANS_IDLE
+
+      # Refuses a name PostgreSQL's text cannot hold (one with a NUL byte): ArgumentError.
+      def self.check_name!(name)
+        return name unless name.include?("\0")
+
+        raise ArgumentError, "resource #{Store.shown(name)} contains a NUL byte, which PostgreSQL's text cannot hold"
+      end
+
+      # One round trip: BEGIN, the transaction's settings, the resource's row made to exist and locked FOR UPDATE,
+      # read, and the server's clock when +clock+. Returns [row, now or nil].
+      def open_request(resource, clock: false)
+        statements = [[BEGIN_OWN], [MARK_OWN], [SET_OWN, [@lock_timeout]], [ENSURE_ROW, [resource]],
+                      [LOCK_ROW, [resource]]]
+        statements << [CLOCK] if clock
+        results = pipeline(statements)
+        [row_of(results[4]), clock ? Float(results[5].getvalue(0, 0)) : nil]
+      end
+
+      # One round trip: +row+ written (nil: nothing changed) and COMMIT. A connection lost on the way raises
+      # StoreError saying that whether the transaction committed is unknown.
+      def close_request(resource, row)
+        statements = row ? [[WRITE_ROW, [resource, *columns_of(row)]]] : []
+        finish(statements << ["COMMIT"])
+      end
+
+      # One round trip: the fenced write's transaction opened (BEGIN, or the savepoint +savepoint+ inside the open
+      # transaction, keeping the lock timeout it replaces), the resource's row locked FOR SHARE (no grant can commit
+      # until the write has) and read, its fence mark read, and the server's clock when +clock+.
+      # Returns [row, mark, now or nil].
+      def open_fence(resource, savepoint:, clock: false)
+        opening = if savepoint
+                    [["SAVEPOINT #{savepoint}"], [OLD_LOCK_TIMEOUT], [SET_TIMEOUT, [@lock_timeout]]]
+                  else
+                    [[BEGIN_OWN], [MARK_OWN], [SET_OWN, [@lock_timeout]]]
+                  end
+        statements = opening + [[SHARE_ROW, [resource]], [READ_FENCE, [resource]]]
+        statements << [CLOCK] if clock
+        results = pipeline(statements)
+        @kept_timeouts[savepoint] = results[1].getvalue(0, 0) if savepoint
+        at = opening.size
+        mark = results[at + 1].ntuples.zero? ? nil : Integer(results[at + 1].getvalue(0, 0))
+        [row_of(results[at]), mark, clock ? Float(results[at + 2].getvalue(0, 0)) : nil]
+      end
+
+      # One round trip: the fence mark of +resource+ raised to +token+, and the fenced write's transaction ended:
+      # its savepoint released (the lock timeout it replaced restored), or the store's own committed.
+      def close_fence(resource, token, savepoint:)
+        statements = [[WRITE_FENCE, [resource, token]]]
+        if savepoint
+          finish(statements + [[RESTORE_LOCK_TIMEOUT, [@kept_timeouts.delete(savepoint)]],
+                               ["RELEASE SAVEPOINT #{savepoint}"]])
+        else
+          finish(statements << ["COMMIT"])
+        end
+      end
+
+      # Whether +error+ (from #close_fence) says the savepoint is gone.
+      def savepoint_gone?(error) = error.message.include?("savepoint") && error.message.include?("does not exist")
+
+      # Rolls back the store's own transaction, and only that: a transaction without the store's mark (the
+      # application's) is left alone; a connection with results still on their way (a request cut short) has them
+      # discarded first. Returns whether it rolled one back.
+      def rollback_own
+        settle
+        case @connection.transaction_status
+        when ::PG::PQTRANS_INTRANS
+          return false unless @connection.exec(OWN_MARK).getvalue(0, 0) == "own"
+        when ::PG::PQTRANS_INERROR
+          # An aborted transaction answers nothing but ROLLBACK (TO SAVEPOINT): only the store's has its savepoint.
+          @connection.exec("ROLLBACK TO SAVEPOINT #{OWN}")
+        else
+          return false
+        end
+        @connection.exec("ROLLBACK")
+        true
+      rescue ::PG::Error
+        false
+      end
+
+      def rollback_to_savepoint(name)
+        @kept_timeouts.delete(name)
+        settle
+        @connection.exec("ROLLBACK TO SAVEPOINT #{name}")
+        @connection.exec("RELEASE SAVEPOINT #{name}")
+      rescue ::PG::Error
+        nil
+      end
+
+      # The columns [owner, token, expires_at, last_issued, observed, revision] of the resource's committed row, or
+      # nil. One round trip.
+      def read_row(resource) = row_of(@connection.exec_params(READ_ROW, [resource]))
+
+      # The stored high-water of the resource's fenced writes, or nil without a row. One round trip.
+      def read_fence(resource)
+        result = @connection.exec_params(READ_FENCE, [resource])
+        result.ntuples.zero? ? nil : Integer(result.getvalue(0, 0))
+      end
+
+      private
+
+      # A new connection to +url+; a failure's message never carries the password.
+      def connect(url)
+        ::PG.connect(url)
+      rescue ::PG::Error => e
+        password = begin
+          URI.parse(url).password
+        rescue URI::Error
+          nil
+        end
+        message = self.class.message(e)
+        message = message.gsub(password, "[password]") if password && !password.empty?
+        raise ::PG::ConnectionBad, message
+      end
+
+      # Runs +statements+ ([sql, params] each) in one round trip, in pipeline mode, and returns their results.
+      # The first failed statement's error is raised (the ones after it were skipped by the server).
+      def pipeline(statements)
+        @connection.enter_pipeline_mode
+        begin
+          statements.each { |sql, params| @connection.send_query_params(sql, params || []) }
+          @connection.pipeline_sync
+          results = statements.map do
+            result = @connection.get_result or raise ::PG::ConnectionBad, "the server sent no result: #{lost}"
+            @connection.get_result # nil: the end of this statement's results
+            result
+          end
+          @connection.get_result # the sync point
+          results.each { |result| result.check unless result.result_status == ::PG::PGRES_PIPELINE_ABORTED }
+          results
+        ensure
+          leave_pipeline
+        end
+      end
+
+      # #pipeline for the last round trip of a transaction (COMMIT or RELEASE at its end): a connection lost on the
+      # way leaves the outcome unknown.
+      def finish(statements)
+        pipeline(statements)
+      rescue ::PG::ConnectionBad, ::PG::UnableToSend => e
+        raise StoreError, "#{@name}: the connection was lost while the transaction's end was on its way " \
+                          "(#{self.class.message(e)}): whether it committed is unknown; the next request reads " \
+                          "what the server kept"
+      end
+
+      # What libpq says of a connection that stopped answering.
+      def lost
+        message = @connection.error_message.to_s.strip
+        message.empty? ? "the connection was lost" : message.gsub(/\s*\n\s*/, "; ")
+      end
+
+      def leave_pipeline
+        return if @connection.pipeline_status == ::PG::PQ_PIPELINE_OFF
+
+        settle
+        @connection.exit_pipeline_mode
+      rescue ::PG::Error
+        nil
+      end
+
+      # Reads and drops whatever results are still on their way (a pipeline cut short).
+      def settle
+        return unless @connection.status == ::PG::CONNECTION_OK
+
+        @connection.discard_results if @connection.pipeline_status != ::PG::PQ_PIPELINE_OFF ||
+                                       @connection.transaction_status == ::PG::PQTRANS_ACTIVE
+      end
+
+      def row_of(result)
+        return nil if result.ntuples.zero?
+
+        owner, token, expires_at, last_issued, observed, revision = result.values.first
+        owner = owner && Integer(owner)
+        owner += 2**64 if owner&.negative?
+        [owner, token && Integer(token), expires_at && Float(expires_at), last_issued && Integer(last_issued),
+         Float(observed), Integer(revision)]
+      end
+
+      def columns_of(row)
+        owner, *rest = row
+        owner -= 2**64 if owner && owner > MAX_INTEGER
+        [owner, *rest]
+      end
+
+      # Creates what is missing (only outside a transaction), then checks every table's columns and the format.
+      def prepare_schema
+        found = read_columns
+        check_columns(found)
+        if found.size < COLUMNS.size
+          if in_transaction?
+            refuse("its tables (#{(COLUMNS.keys - found.keys).join(", ")}) are missing and a transaction is open " \
+                   "on the connection: run the schema (LeaseMachines::Store::PostgreSQL::SCHEMA) or the install " \
+                   "generator's migration first")
+          end
+          create_schema
+          found = read_columns
+          check_columns(found)
+        end
+        format = @connection.exec("SELECT format FROM lease_machines_schema WHERE id = 1").values.dig(0, 0)
+        return if format && Integer(format) == FORMAT
+
+        refuse("its schema is format #{Store.shown(format)}; this lease_machines reads format #{FORMAT} only")
+      end
+
+      def create_schema
+        @connection.transaction do |connection|
+          connection.exec(CREATE_LOCK)
+          connection.exec(SCHEMA)
+        end
+      end
+
+      def read_columns
+        found = Hash.new { |hash, table| hash[table] = [] }
+        @connection.exec_params(READ_COLUMNS, [::PG::TextEncoder::Array.new.encode(COLUMNS.keys)]).each_row do |t, c, d|
+          found[t] << [c, d]
+        end
+        found.to_h
+      end
+
+      def check_columns(found)
+        found.each do |table, columns|
+          expected = COLUMNS.fetch(table)
+          next if columns == expected
+
+          refuse("#{table} is not the lease store's table (columns #{describe_columns(columns)}; format #{FORMAT} " \
+                 "has #{describe_columns(expected)})")
+        end
+      end
+
+      def describe_columns(columns) = columns.map { |name, type| "#{name} #{type}" }.join(", ")
+
+      def refuse(why)
+        raise StoreError, "#{@name} is not a lease store of this version: #{why}"
+      end
+    end
+  end
+end

@@ -1,0 +1,32 @@
+-- Schema of LeaseMachines::Store on PostgreSQL (format 1). The store creates it on first use; apply it yourself
+-- when you manage the schema with migrations. On open, the store checks the format row and every column's name and
+-- type, and refuses tables of another shape (a foreign table of the same name, a newer format). Tokens and owners
+-- are bigints (signed 64-bit): tokens above 2**63-1 are refused, owners above it are stored as their
+-- two's-complement value. Times are Float seconds since the Unix epoch (double precision), exactly the Floats the
+-- gem returns.
+
+-- The schema's format, in one row: a store refuses a database whose format it does not know.
+CREATE TABLE IF NOT EXISTS lease_machines_schema (
+  id     integer PRIMARY KEY CHECK (id = 1),
+  format integer NOT NULL
+);
+INSERT INTO lease_machines_schema (id, format) VALUES (1, 1) ON CONFLICT (id) DO NOTHING;
+
+-- One row per resource: the authority's checkpoint.
+CREATE TABLE IF NOT EXISTS lease_machines_leases (
+  resource    text             PRIMARY KEY,
+  owner       bigint,                                -- NULL when vacant
+  token       bigint,                                -- NULL when vacant
+  expires_at  double precision,                      -- NULL when vacant
+  last_issued bigint,                                -- the token high-water; kept after release; NULL before any grant
+  observed    double precision NOT NULL DEFAULT 0.0, -- the clock watermark
+  revision    bigint           NOT NULL DEFAULT 0,   -- rises with every accepted change
+  CHECK ((owner IS NULL) = (token IS NULL) AND (token IS NULL) = (expires_at IS NULL)),
+  CHECK (token IS NULL OR (last_issued IS NOT NULL AND token BETWEEN 1 AND last_issued))
+);
+
+-- One row per protected resource: the highest token its writes have carried.
+CREATE TABLE IF NOT EXISTS lease_machines_fences (
+  resource text   PRIMARY KEY,
+  highest  bigint NOT NULL CHECK (highest >= 1)
+);
