@@ -42,14 +42,18 @@ APT::Sandbox::User "root";
 CONF
 }
 
-# The private apt tree for sources: deb-src lines for the newer suites and arch:all binaries from sid.
+# The private apt tree for sources: deb-src lines for the newer suites, arch:all binaries from sid and trixie, and
+# trixie's amd64 build of ruby-pg (postgres.sh).
 prepare_private_apt() {
   local dir="$LM_CACHE/apt"
-  apt_tree "$dir" "" "deb-src experimental" "deb-src sid" "deb-src trixie" "deb arch=amd64 sid"
-  # Refresh the index at most once a day; a fresh cache always fetches it.
-  if [ -z "$(find "$dir/lists" -maxdepth 1 -name '*Sources*' -mmin -1440 -print -quit 2>/dev/null)" ]; then
-    say "Fetching the source index of Debian experimental, sid and trixie (private apt configuration)"
+  apt_tree "$dir" "" "deb-src experimental" "deb-src sid" "deb-src trixie" "deb arch=amd64 sid" "deb arch=amd64 trixie"
+  # Refresh the index at most once a day, and whenever the sources changed since the last refresh (a copy of them is
+  # kept after each); a fresh cache always fetches it.
+  if [ -z "$(find "$dir/lists" -maxdepth 1 -name '*Sources*' -mmin -1440 -print -quit 2>/dev/null)" ] ||
+    ! cmp -s "$dir/sources.list" "$dir/sources.list.fetched"; then
+    say "Fetching the index of Debian experimental, sid and trixie (private apt configuration)"
     apt_private update >/dev/null
+    cp "$dir/sources.list" "$dir/sources.list.fetched"
   fi
 }
 

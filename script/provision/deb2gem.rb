@@ -1,45 +1,69 @@
 # frozen_string_literal: true
 
-# Repackages a Debian arch:all Ruby library (.deb) as an ordinary .gem, so that `gem install --local` can install it
-# into a Ruby of our own. Debian ships each gem unpacked under /usr/share/rubygems-integration/all, with its
+# Repackages a Debian Ruby library (.deb) as an ordinary .gem, so that `gem install --local` can install it into a
+# Ruby of our own. Debian ships each arch:all gem unpacked under /usr/share/rubygems-integration/all, with its
 # specification beside it; the specification names the gem and its dependencies, the unpacked tree is the content.
 # Some packages (ruby-useragent) ship only the specification there and the library in /usr/lib/ruby/vendor_ruby, the
 # older layout of Debian's Ruby packages: the gem's tree is then put together from that library, the package's
 # documents and its executables in /usr/bin.
 #
-#   ruby script/provision/deb2gem.rb PACKAGE.deb OUTPUT_DIR    # prints the path of each .gem it wrote
+# A package with a C extension (ruby-pg) is built for one CRuby minor X.Y: its specification is under
+# /usr/share/rubygems-integration/X.Y.0, its extension under /usr/lib/<triplet>/ruby/vendor_ruby/X.Y.0. Its gem holds
+# Debian's library and Debian's built extension side by side in lib/, installs into that minor only
+# (required_ruby_version "~> X.Y.0") and compiles nothing (no extensions). It keeps the platform its specification
+# names (ruby), the one a Gemfile.lock written here shares with rubygems.org, where the gem is the source gem.
+#
+#   ruby script/provision/deb2gem.rb PACKAGE.deb|UNPACKED_TREE OUTPUT_DIR    # prints the path of each .gem it wrote
+#
+# An unpacked tree (`dpkg-deb -x` of the package) may have been changed first (script/provision/postgres.sh points
+# ruby-pg's extension at the libruby of our own CRuby).
 require "fileutils"
 require "rubygems/package"
 require "tmpdir"
 
-deb, out_dir = ARGV
-abort "usage: #{$PROGRAM_NAME} PACKAGE.deb OUTPUT_DIR" unless deb && out_dir
+source, out_dir = ARGV
+abort "usage: #{$PROGRAM_NAME} PACKAGE.deb|UNPACKED_TREE OUTPUT_DIR" unless source && out_dir
 Gem::DefaultUserInteraction.ui = Gem::SilentUI.new # stdout carries only the paths written
 
-Dir.mktmpdir("deb2gem") do |tree|
-  system("dpkg-deb", "-x", deb, tree, exception: true)
-  root = File.join(tree, "usr/share/rubygems-integration/all")
-  specs = Dir[File.join(root, "specifications", "*.gemspec")]
-  abort "#{deb}: no gem specification under #{root}" if specs.empty?
+# The gem's tree from the older layout (see above), in tree/gem.
+def from_vendor_ruby(tree, spec, abi)
+  gem_dir = File.join(tree, "gem")
+  lib = File.join(gem_dir, spec.require_paths.first)
+  FileUtils.mkdir_p(lib)
+  FileUtils.cp_r(File.join(tree, "usr/lib/ruby/vendor_ruby", "."), lib)
+  if abi != "all"
+    built = Dir[File.join(tree, "usr/lib/*/ruby/vendor_ruby", abi)].first
+    abort "#{spec.full_name}: no extension built for Ruby #{abi} in the package" unless built
+    FileUtils.cp_r(File.join(built, "."), lib)
+  end
+  docs = Dir[File.join(tree, "usr/share/doc/*/*")].to_h { |path| [File.basename(path), path] }
+  spec.files.grep_v(%r{/}).each { |name| FileUtils.cp(docs[name], gem_dir) if docs[name] }
+  spec.executables.each do |name|
+    next unless File.file?(File.join(tree, "usr/bin", name))
 
-  vendor_ruby = File.join(tree, "usr/lib/ruby/vendor_ruby")
+    FileUtils.mkdir_p(File.join(gem_dir, spec.bindir))
+    FileUtils.cp(File.join(tree, "usr/bin", name), File.join(gem_dir, spec.bindir))
+  end
+  gem_dir
+end
+
+def repack(tree, out_dir)
+  specs = Dir[File.join(tree, "usr/share/rubygems-integration/*/specifications/*.gemspec")]
+  abort "#{tree}: no gem specification under usr/share/rubygems-integration" if specs.empty?
+
   specs.each do |spec_path|
     spec = Gem::Specification.load(spec_path) or abort "#{spec_path}: not a gem specification"
+    root = File.dirname(spec_path, 2)
+    abi = File.basename(root) # "all", or the Ruby ABI ("3.3.0") an extension was built for
     gem_dir = File.join(root, "gems", spec.full_name)
-    if !File.directory?(gem_dir) && specs.size == 1 && File.directory?(vendor_ruby)
-      gem_dir = File.join(tree, "gem")
-      FileUtils.mkdir_p(File.join(gem_dir, spec.require_paths.first))
-      FileUtils.cp_r(File.join(vendor_ruby, "."), File.join(gem_dir, spec.require_paths.first))
-      docs = Dir[File.join(tree, "usr/share/doc/*/*")].to_h { |path| [File.basename(path), path] }
-      spec.files.grep_v(%r{/}).each { |name| FileUtils.cp(docs[name], gem_dir) if docs[name] }
-      spec.executables.each do |name|
-        next unless File.file?(File.join(tree, "usr/bin", name))
-
-        FileUtils.mkdir_p(File.join(gem_dir, spec.bindir))
-        FileUtils.cp(File.join(tree, "usr/bin", name), File.join(gem_dir, spec.bindir))
-      end
+    if !File.directory?(gem_dir) && specs.size == 1 && File.directory?(File.join(tree, "usr/lib/ruby/vendor_ruby"))
+      gem_dir = from_vendor_ruby(tree, spec, abi)
     end
-    abort "#{deb}: #{spec.full_name} has no unpacked tree" unless File.directory?(gem_dir)
+    abort "#{spec_path}: #{spec.full_name} has no unpacked tree" unless File.directory?(gem_dir)
+    unless abi == "all"
+      spec.required_ruby_version = "~> #{abi}"
+      spec.extensions = []
+    end
 
     Dir.chdir(gem_dir) do
       spec.files = Dir.glob("**/*", File::FNM_DOTMATCH).select { |path| File.file?(path) }.sort
@@ -49,5 +73,14 @@ Dir.mktmpdir("deb2gem") do |tree|
       FileUtils.mv(built, File.join(out_dir, File.basename(built)))
       puts File.join(out_dir, File.basename(built))
     end
+  end
+end
+
+if File.directory?(source)
+  repack(File.expand_path(source), File.expand_path(out_dir))
+else
+  Dir.mktmpdir("deb2gem") do |tree|
+    system("dpkg-deb", "-x", source, tree, exception: true)
+    repack(tree, File.expand_path(out_dir))
   end
 end

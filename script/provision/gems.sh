@@ -18,14 +18,17 @@ DEBIAN_GEMS=(ruby-rake-compiler-dock ruby-rb-sys rake-compiler ruby-benchmark-ip
 # only), with the ActionPack and ActionView it loads (`require "rails"` loads action_dispatch/railtie); loofah,
 # rails-html-sanitizer, rails-dom-testing, actionview, actionpack and railties need nokogiri. Their other
 # dependencies (base64, cgi, irb, minitest, racc, rake, tsort) are default or bundled gems of CRuby 3.3 and 3.4.
+# Then, for the benchmarks of the lease stores against PostgreSQL and Redis (the Gemfile's :bench group), trixie's
+# with_advisory_lock 5.1.0 (it needs activerecord and zeitwerk) and redis-client 0.22.2 (it needs connection_pool).
 DEBIAN_GEMS_AFTER_SOURCE_GEMS=(ruby-method-source ruby-thor ruby-zeitwerk ruby-rack ruby-rackup ruby-rack-session
   ruby-rack-test ruby-useragent ruby-builder ruby-erubi ruby-crass ruby-loofah ruby-rails-html-sanitizer
-  ruby-rails-dom-testing ruby-actionview ruby-actionpack ruby-railties)
+  ruby-rails-dom-testing ruby-actionview ruby-actionpack ruby-railties
+  ruby-with-advisory-lock/trixie ruby-redis-client/trixie)
 
 # What those gems need on the host, as Debian 12 packages: tzinfo reads the zone files of tzdata (Debian's
 # ruby-tzinfo depends on it), which a minimal Debian 12 image may not have; nokogiri is built against Debian 12's
-# own libxml2 and libxslt (found with pkg-config), which need zlib.
-GEM_HOST_PACKAGES=(tzdata libxml2-dev libxslt1-dev zlib1g-dev pkg-config)
+# own libxml2 and libxslt (found with pkg-config), which need zlib; the benchmark of redis-client a Redis server.
+GEM_HOST_PACKAGES=(tzdata libxml2-dev libxslt1-dev zlib1g-dev pkg-config redis-server)
 
 # Gems with C extensions, built from Debian's source packages against Debian 12's libraries: "source-package
 # gem-name [-- build options]". nokogiri (for railties' rails-html-sanitizer and rails-dom-testing, see
@@ -38,25 +41,60 @@ DEBIAN_SOURCE_GEMS=("ruby-sqlite3 sqlite3 -- --enable-system-libraries"
 # and the suffix of a repacked upstream tarball (2:7.2.4+dfsg-2 -> 7.2.4, 1.19.4+dfsg-1 -> 1.19.4).
 gem_version() { sed 's/^[0-9]*://; s/-[^-]*$//; s/[+~]\(dfsg\|ds\)[0-9]*$//' <<<"$1"; }
 
-# install_debian_gems MINOR PACKAGE...: those Debian packages' gems, in that order.
+# suite_version PACKAGE SUITE: the newest version of the binary package PACKAGE that SUITE lists.
+suite_version() {
+  apt_private_cache madison "$1" 2>/dev/null |
+    awk -F' *[|] *' -v suite="$2" 'index($3, " " suite "/") { print $2 }' | sort -urV | head -n1
+}
+
+# debian_deb PACKAGE VERSION ARCH: the path of that .deb in the cache, downloaded first when it is not there yet.
+debian_deb() {
+  local debs="$LM_CACHE/debs" deb
+  # apt-get download names the file after the version, an epoch's colon written as %3a (ruby-activesupport's 2:).
+  deb="$debs/${1}_${2//:/%3a}_$3.deb"
+  mkdir -p "$debs"
+  [ -f "$deb" ] || (cd "$debs" && apt_private download "$1=$2" >/dev/null) || return 1
+  printf '%s\n' "$deb"
+}
+
+# install_gem_files MINOR PACKAGE GEM_FILE...: those .gem files (made from Debian's PACKAGE) installed into that
+# CRuby, each unless its version is installed already.
+install_gem_files() {
+  local minor="$1" pkg="$2" gem_cmd gem_file gem_name gem_version
+  shift 2
+  gem_cmd=("$(dirname "$(lm_ruby_bin "$minor")")/gem")
+  for gem_file in "$@"; do
+    gem_name="$(basename "$gem_file" .gem)"
+    gem_version="${gem_name##*-}"
+    gem_name="${gem_name%-*}"
+    if "${gem_cmd[@]}" list -i "^${gem_name}\$" -v "$gem_version" >/dev/null; then continue; fi
+    say "Ruby $minor: installing $gem_name $gem_version (from Debian's $pkg)"
+    # From the gems' folder, where --local finds the .gem files of their dependencies.
+    (cd "$(dirname "$gem_file")" && "${gem_cmd[@]}" install --local --no-document "$gem_file" >/dev/null)
+  done
+}
+
+# install_debian_gems MINOR PACKAGE...: those Debian packages' gems, in that order: the newest version any suite
+# lists, or for PACKAGE/SUITE the newest that SUITE lists (trixie's, where sid has moved on).
 install_debian_gems() {
-  local minor="$1" ruby gem_cmd debs="$LM_CACHE/debs" gems="$LM_CACHE/gems"
+  local minor="$1" ruby gems="$LM_CACHE/gems" entry
   shift
   ruby="$(lm_ruby_bin "$minor")"
-  gem_cmd=("$(dirname "$ruby")/gem")
-  mkdir -p "$debs" "$gems"
+  mkdir -p "$gems"
   # "PACKAGE VERSION" for every version of those packages the index lists, from one look at it (each look reads all
   # of sid's index: about 2 seconds). apt-cache fails when one of them is missing; the loop says which.
   local index
-  index="$(apt_private_cache show "$@" 2>/dev/null |
+  index="$(apt_private_cache show "${@%/*}" 2>/dev/null |
     awk '/^Package: / { name = $2 } /^Version: / { print name, $2 }' || true)"
-  for pkg in "$@"; do
-    local version deb gem_name gem_version
-    version="$(awk -v pkg="$pkg" '$1 == pkg { print $2 }' <<<"$index" | sort -urV | head -n1)"
-    [ -n "$version" ] || { echo "provision: Debian has no package $pkg" >&2; exit 1; }
-    # apt-get download names the file after the version, an epoch's colon written as %3a (ruby-activesupport's 2:).
-    deb="$debs/${pkg}_${version//:/%3a}_all.deb"
-    [ -f "$deb" ] || (cd "$debs" && apt_private download "$pkg=$version" >/dev/null)
+  for entry in "$@"; do
+    local pkg="${entry%/*}" version deb
+    if [[ "$entry" == */* ]]; then
+      version="$(suite_version "$pkg" "${entry#*/}")"
+    else
+      version="$(awk -v pkg="$pkg" '$1 == pkg { print $2 }' <<<"$index" | sort -urV | head -n1)"
+    fi
+    [ -n "$version" ] || { echo "provision: Debian has no package $entry" >&2; exit 1; }
+    deb="$(debian_deb "$pkg" "$version" all)"
     # The .deb is repacked once for every CRuby: $built lists the .gem files deb2gem.rb wrote from it, and is used
     # while it is newer than the .deb and deb2gem.rb and every file it lists is there.
     local built="$gems/${deb##*/}.gems" gem_file fresh=false
@@ -68,14 +106,8 @@ install_debian_gems() {
       "$ruby" "$LM_PROVISION/deb2gem.rb" "$deb" "$gems" >"$built.new"
       mv "$built.new" "$built"
     fi
-    for gem_file in $(cat "$built"); do
-      gem_name="$(basename "$gem_file" .gem)"
-      gem_version="${gem_name##*-}"
-      gem_name="${gem_name%-*}"
-      if "${gem_cmd[@]}" list -i "^${gem_name}\$" -v "$gem_version" >/dev/null; then continue; fi
-      say "Ruby $minor: installing $gem_name $gem_version (from Debian's $pkg)"
-      (cd "$gems" && "${gem_cmd[@]}" install --local --no-document "$gem_file" >/dev/null)
-    done
+    # shellcheck disable=SC2046 # one .gem path per line, without spaces
+    install_gem_files "$minor" "$pkg" $(cat "$built")
   done
 }
 
