@@ -5,6 +5,7 @@ require "fileutils"
 require "json"
 require "open3"
 require "rbconfig"
+require "shellwords"
 require "tempfile"
 require "tmpdir"
 
@@ -20,6 +21,22 @@ module InstalledGem
   PROVED = File.join(ROOT, "tmp", "proved")
 
   module_function
+
+  # Evaluates EXPRESSION after sourcing script/toolchain.sh: one source for the cache layout.
+  def toolchain(expression)
+    out, status = Open3.capture2("bash", "-c", ". #{ROOT.shellescape}/script/toolchain.sh; #{expression}")
+    raise "script/toolchain.sh: #{expression} failed" unless status.success?
+
+    out.strip
+  end
+
+  # The Ruby the source gem is proved with (rake gem:smoke; rake platform:prove too): the provisioned CRuby of
+  # script/toolchain.sh's LM_RUBY_MINOR_SMOKE (3.4, the newest minor, while the development Ruby is 3.3) when
+  # bin/setup built one, else the Ruby running rake (where rubygems.org gave the Ruby its gems, as on GitHub).
+  def smoke_ruby
+    provisioned = toolchain('lm_ruby_bin "$LM_RUBY_MINOR_SMOKE"')
+    provisioned.empty? ? RbConfig.ruby : provisioned
+  end
 
   # Cargo's target directory: the workspace's, or CARGO_TARGET_DIR (script/readme-check keeps one across CI runs).
   def cargo_target = File.expand_path(ENV.fetch("CARGO_TARGET_DIR", File.join(ROOT, "target")), ROOT)
@@ -107,6 +124,9 @@ module InstalledGem
 
     out
   end
+
+  # RUBY_VERSION of RUBY (a command Array).
+  def ruby_version(ruby) = ruby == [RbConfig.ruby] ? RUBY_VERSION : capture(ruby, {}, "-e", "print RUBY_VERSION")
 
   # A proof is named by the digest of everything it depends on: the files the gem is built from (FILES, and the
   # gemspec), the test files, the example log, this helper, the Ruby and the Rust toolchain. A proof that passed is

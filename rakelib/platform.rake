@@ -4,7 +4,6 @@ require "digest"
 require "fileutils"
 require "open3"
 require "rubygems/package"
-require "shellwords"
 require "tmpdir"
 require_relative "installed_gem"
 
@@ -25,7 +24,8 @@ require_relative "installed_gem"
 # - platform:prove runs the core and simulation crates' tests for aarch64 under qemu-aarch64-static, then installs
 #   each gem into a fresh GEM_HOME and runs the test suite against the installed gem: the x86_64 gem with every
 #   x86_64 Ruby, the aarch64 gem with every aarch64 Ruby under qemu, the source gem (compiling on install) with the
-#   default Ruby: rakelib/installed_gem.rb, the same proof as rake gem:smoke's; the four jobs run side by side.
+#   Ruby rake gem:smoke uses (3.4): rakelib/installed_gem.rb, the same proof as rake gem:smoke's; the four jobs run
+#   side by side.
 module Platform
   ROOT = File.expand_path("..", __dir__)
   PKG = File.join(ROOT, "pkg")
@@ -48,13 +48,7 @@ module Platform
 
   module_function
 
-  # Evaluates EXPRESSION after sourcing script/toolchain.sh: one source for the cache layout.
-  def toolchain(expression)
-    out, status = Open3.capture2("bash", "-c", ". #{ROOT.shellescape}/script/toolchain.sh; #{expression}")
-    raise "script/toolchain.sh: #{expression} failed" unless status.success?
-
-    out.strip
-  end
+  def toolchain(expression) = InstalledGem.toolchain(expression)
 
   # The Ruby minors the fat gems carry: script/toolchain.sh's, or LEASE_MACHINES_PLATFORM_MINORS ("3.2 3.3 ...")
   # when checking gems built elsewhere (the cross-gem workflow).
@@ -255,8 +249,7 @@ namespace :platform do
     puts "==> the source gem"
     Platform.package(Platform.source_spec)
     # What platform:prove will have proved, once it has (see InstalledGem.digest).
-    default_ruby = [Platform.ruby(Platform.toolchain('echo "$LM_RUBY_MINOR_DEFAULT"'))]
-    File.write("#{Platform.gem_path}.digest", InstalledGem.digest(default_ruby, GEMSPEC.files))
+    File.write("#{Platform.gem_path}.digest", InstalledGem.digest([InstalledGem.smoke_ruby], GEMSPEC.files))
     Platform.checksums
   end
 
@@ -282,9 +275,9 @@ namespace :platform do
           InstalledGem.prove("x86_64-linux, Ruby #{minor}", [Platform.ruby(minor)], Platform.gem_path("x86_64-linux"),
                              out: out)
         end
-        # The same proof as rake gem:smoke's, which bin/test then need not repeat for the same files.
-        default = Platform.toolchain('echo "$LM_RUBY_MINOR_DEFAULT"')
-        InstalledGem.prove("the source gem, Ruby #{default}", [Platform.ruby(default)], Platform.gem_path,
+        # The same proof as rake gem:smoke's (the same Ruby), which bin/test then need not repeat for the same files.
+        smoke = InstalledGem.smoke_ruby
+        InstalledGem.prove("the source gem, Ruby #{InstalledGem.ruby_version([smoke])}", [smoke], Platform.gem_path,
                            env: InstalledGem.source_gem_env, out: out)
         InstalledGem.proved!(File.read("#{Platform.gem_path}.digest"))
       end

@@ -4,9 +4,12 @@
 # Everything that is built once per machine lives in a cache directory outside the clone, so that a second
 # `bin/setup`, a later CI run and a fresh clone on the same machine reuse it; a cold machine builds it.
 
-# The CRuby minor the gem is developed against, and the Debian source package it is built from. Versions are tried
-# newest first: the archive's index can list versions whose files are already gone.
-LM_RUBY_MINOR_DEFAULT=3.4
+# The CRuby minor the gem is developed against: the Ruby the binstubs run and the bundle's (Gemfile.lock pins its
+# bundled gems). It is 3.3 because Debian builds the pg gem (ruby-pg, for the PostgreSQL work) for CRuby 3.3 and no
+# newer minor. The source gem is proved with LM_RUBY_MINOR_SMOKE, the newest minor (rake gem:smoke, outside the
+# bundle). bin/setup provisions both.
+LM_RUBY_MINOR_DEFAULT=3.3
+LM_RUBY_MINOR_SMOKE=3.4
 LM_CACHE="${LEASE_MACHINES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lease_machines}"
 
 # lm_ruby_prefix MINOR: where that CRuby is installed.
@@ -33,7 +36,7 @@ lm_dev_ruby() {
   fi
 }
 
-# lm_ruby_minor RUBY: that Ruby's minor ("3.4"), without starting it when it is a provisioned CRuby.
+# lm_ruby_minor RUBY: that Ruby's minor ("3.3"), without starting it when it is a provisioned CRuby.
 lm_ruby_minor() {
   case "$1" in
     "$LM_CACHE"/rubies/ruby-*/bin/ruby) local minor="${1#"$LM_CACHE"/rubies/ruby-}" && printf '%s\n' "${minor%/bin/ruby}" ;;

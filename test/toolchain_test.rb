@@ -95,16 +95,34 @@ class ToolchainTest < Minitest::Test
     assert_equal fake("new/ruby"), dev_ruby(path: File.join(@root, "new"))
   end
 
+  # A variable of script/toolchain.sh.
+  def toolchain(name)
+    out, status = Open3.capture2("/bin/bash", "-c", '. "$1"; printf %s "${!2}"', "-", TOOLCHAIN, name)
+    assert status.success?
+    out
+  end
+
+  def test_the_development_ruby_is_3_3_and_the_source_gem_is_proved_with_3_4
+    assert_equal "3.3", toolchain("LM_RUBY_MINOR_DEFAULT"), "the one minor Debian's binary pg gem is built for"
+    assert_equal "3.4", toolchain("LM_RUBY_MINOR_SMOKE")
+  end
+
   def test_a_provisioned_ruby_comes_before_the_path_ruby
     fake("new/ruby")
-    assert_equal provisioned("3.4"), dev_ruby(path: File.join(@root, "new"))
+    assert_equal provisioned("3.3"), dev_ruby(path: File.join(@root, "new"))
+  end
+
+  def test_another_provisioned_minor_serves_only_when_named
+    fake("new/ruby")
+    provisioned("3.4")
+    assert_equal File.join(@root, "new/ruby"), dev_ruby(path: File.join(@root, "new")), "3.4 is not the default"
   end
 
   def test_lease_machines_ruby_names_a_provisioned_minor_and_nothing_else
     fake("new/ruby")
-    provisioned("3.4")
-    assert_equal "", dev_ruby(path: File.join(@root, "new"), minor: "3.3")
-    assert_equal provisioned("3.3"), dev_ruby(path: File.join(@root, "new"), minor: "3.3")
+    provisioned("3.3")
+    assert_equal "", dev_ruby(path: File.join(@root, "new"), minor: "3.4")
+    assert_equal provisioned("3.4"), dev_ruby(path: File.join(@root, "new"), minor: "3.4")
   end
 
   def test_the_minor_of_a_provisioned_ruby_is_read_from_its_path
