@@ -4,6 +4,7 @@ require "fileutils"
 require "minitest/autorun"
 require "tmpdir"
 require "lease_machines"
+require_relative "../examples/support/postgres_cluster"
 
 module LeaseMachines
   # Shared helpers and the suite's two extra modes:
@@ -28,6 +29,41 @@ module LeaseMachines
       false
     end
 
+    # The message of every skip for want of PostgreSQL starts with this (the suite counts them at the end).
+    POSTGRES_SKIP = "PostgreSQL unavailable:"
+
+    class << self
+      # The suite's PostgreSQL cluster (examples/support/postgres_cluster.rb): one per test process, started on first
+      # use in the checkout's tmp/postgres-PID, destroyed when the process that started it exits. Tests call
+      # require_postgres! first.
+      def postgres
+        POSTGRES_LOCK.synchronize do
+          @postgres ||= begin
+            cluster = PostgresCluster.new.start(dir: File.expand_path("../tmp/postgres-#{Process.pid}", __dir__))
+            owner = Process.pid
+            at_exit { cluster.destroy if Process.pid == owner }
+            cluster
+          end
+        end
+      end
+
+      # How many tests asked for PostgreSQL (require_postgres!), and how many of them skipped for want of it.
+      def postgres_counts = @postgres_counts ||= { asked: 0, skipped: 0 }
+
+      # The line the suite ends with when a test asked for PostgreSQL (Minitest.after_run, below).
+      def postgres_summary
+        asked, skipped = postgres_counts.values_at(:asked, :skipped)
+        return if asked.zero?
+
+        if skipped.positive?
+          "#{POSTGRES_SKIP} #{skipped} of #{asked} PostgreSQL tests skipped (#{PostgresCluster.unavailable_reason})"
+        else
+          "PostgreSQL: #{asked} tests ran against throwaway clusters, none skipped"
+        end
+      end
+    end
+    POSTGRES_LOCK = Mutex.new
+
     # A store clock that stays at the epoch: with the store's :clamp policy, a request without now: (a fenced write)
     # is evaluated at the latest instant the store recorded, so tests that pass now: to their decisions can write
     # through the fence under the lease they were granted.
@@ -51,6 +87,9 @@ module LeaseMachines
 
     def after_teardown
       GC.stress = false if GC_STRESS
+      if failures.any? { _1.is_a?(Minitest::Skip) && _1.message.start_with?(POSTGRES_SKIP) }
+        POSTGRES_LOCK.synchronize { TestSupport.postgres_counts[:skipped] += 1 }
+      end
       (@scratch_dirs || []).each do |dir|
         FileUtils.chmod_R("u+w", dir)
         FileUtils.remove_entry(dir)
@@ -61,6 +100,15 @@ module LeaseMachines
     # Skip a test of LeaseMachines::Store when this Ruby has no sqlite3 gem.
     def requires_sqlite3!
       skip "the sqlite3 gem is not installed for this Ruby" unless SQLITE3
+    end
+
+    # Skip a test that needs PostgreSQL (a server and the pg gem) where there is none, saying why; else the suite's
+    # cluster (TestSupport.postgres), started if need be.
+    def require_postgres!
+      POSTGRES_LOCK.synchronize { TestSupport.postgres_counts[:asked] += 1 }
+      reason = PostgresCluster.unavailable_reason
+      skip "#{POSTGRES_SKIP} #{reason}" if reason
+      TestSupport.postgres
     end
 
     # The extension's private methods (the native calls) made while the block runs, in order.
@@ -123,6 +171,10 @@ module LeaseMachines
 end
 
 Minitest::Test.include(LeaseMachines::TestSupport)
+Minitest.after_run do
+  summary = LeaseMachines::TestSupport.postgres_summary
+  puts summary if summary
+end
 
 if LeaseMachines::TestSupport::INSTALLED
   native = $LOADED_FEATURES.grep(/lease_machines_native/)

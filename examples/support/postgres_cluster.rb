@@ -1,0 +1,236 @@
+# frozen_string_literal: true
+
+require "etc"
+require "fileutils"
+require "open3"
+require "rbconfig"
+require "socket"
+require "uri"
+
+# A throwaway PostgreSQL cluster for tests and examples: Debian 12's own server (the postgresql package,
+# /usr/lib/postgresql/15/bin), a data directory of its own, trust authentication for the superuser `postgres`, a
+# Unix socket in its directory and TCP on 127.0.0.1 at a free port. The server's output goes to server.log in its
+# directory. As root, the server runs as the system user `postgres` (PostgreSQL refuses to run as root), which is
+# given the directory. The process that started a cluster stops it at exit (a forked child never does).
+#
+#   cluster = PostgresCluster.new.start(dir: "tmp/postgres-#{Process.pid}")
+#   PG.connect(cluster.url).exec("SELECT 1")
+#   cluster.restart   # `pg_ctl stop -m immediate` (a crash, for the server), then a start: same port, same data
+#   cluster.destroy   # stopped, its directory removed
+class PostgresCluster
+  BIN = "/usr/lib/postgresql/15/bin"
+  # The database superuser, and the system user the server runs as under root.
+  USER = "postgres"
+  # The longest path a Unix socket can have (sun_path holds 108 bytes with the terminating NUL).
+  SOCKET_PATH_MAX = 107
+  # How long a start or a stop may take.
+  TIMEOUT = 60
+  STOP_MODES = %i[smart fast immediate].freeze
+
+  class Error < StandardError; end
+
+  # Whether this process can start a cluster and talk to it with the pg gem.
+  def self.available? = unavailable_reason.nil?
+
+  # Why it cannot (a sentence), or nil when it can.
+  def self.unavailable_reason
+    return @unavailable_reason if defined?(@unavailable_reason)
+
+    @unavailable_reason = server_unavailable_reason || pg_unavailable_reason
+  end
+
+  # Why no server can be started here, or nil (what start needs; the pg gem is the caller's business).
+  def self.server_unavailable_reason
+    cpu = RbConfig::CONFIG["host_cpu"]
+    return "the PostgreSQL server is used on x86_64 only (this is #{cpu})" unless cpu == "x86_64"
+
+    missing = %w[initdb pg_ctl postgres pg_isready].reject { File.executable?(File.join(BIN, _1)) }
+    unless missing.empty?
+      return "no PostgreSQL server in #{BIN} (#{missing.join(", ")} missing): Debian 12's postgresql package, " \
+             "which bin/setup installs"
+    end
+    return unless Process.uid.zero?
+
+    Etc.getpwnam(USER)
+    nil
+  rescue ArgumentError
+    "running as root, and there is no #{USER} user to run the server as"
+  end
+
+  # Why the pg gem does not load in this Ruby, or nil.
+  def self.pg_unavailable_reason
+    require "pg"
+    nil
+  rescue LoadError => e
+    minor = RUBY_VERSION[/\A\d+\.\d+/]
+    return "the pg gem does not load (#{e.message}); bin/setup installs it" if minor == "3.3"
+
+    "the pg gem exists here only for CRuby 3.3 (Debian's binary ruby-pg); this is Ruby #{RUBY_VERSION}"
+  end
+
+  # The directory (data/, server.log and the socket) and the TCP port, once started.
+  attr_reader :dir, :port
+
+  # Makes a cluster in DIR (created; the project's tmp/ is the place for it) and starts it: initdb, the settings
+  # (appended to its postgresql.conf, so that a restart keeps them), pg_ctl start. Returns self. Raises Error, with
+  # the tail of the server's log, when the server does not start.
+  def start(dir:)
+    raise Error, "#{self}: started already, in #{@dir}" if @dir
+    reason = self.class.server_unavailable_reason
+    raise Error, reason if reason
+
+    @dir = File.expand_path(dir)
+    socket = File.join(@dir, ".s.PGSQL.65535")
+    raise Error, "#{@dir}: too long for the server's Unix socket (#{socket}, over #{SOCKET_PATH_MAX} bytes)" \
+      if socket.bytesize > SOCKET_PATH_MAX
+
+    FileUtils.mkdir_p(@dir)
+    give_to_server_user(@dir)
+    @port = free_port
+    run!("initdb", "--pgdata", data, "--auth=trust", "--username", USER, "--encoding", "UTF8", "--locale", "C",
+         "--no-sync", "--no-instructions")
+    File.open(File.join(data, "postgresql.conf"), "a") { _1.puts(settings) }
+    launch
+    stop_at_exit
+    self
+  end
+
+  # postgresql://... over TCP, as the superuser, to the database postgres.
+  def url = "postgresql://#{USER}@127.0.0.1:#{port}/postgres"
+
+  # The same over the Unix socket in the cluster's directory.
+  def socket_url = "postgresql://#{USER}@/postgres?host=#{URI.encode_www_form_component(dir)}&port=#{port}"
+
+  # Whether the server runs (pg_ctl status).
+  def running?
+    return false unless @dir && File.directory?(data)
+
+    _, status = capture("pg_ctl", "status", "--pgdata", data)
+    status.success?
+  end
+
+  # The server's process id (postmaster.pid's first line), or nil when it does not run.
+  def pid
+    return unless running?
+
+    Integer(File.foreach(File.join(data, "postmaster.pid")).first, exception: false)
+  end
+
+  # Stops the server, if it runs: :fast (sessions ended, a clean shut-down), :immediate (no shut-down at all: the
+  # next start recovers from the WAL, as after a crash) or :smart (waits for the sessions to end).
+  def stop(mode: :fast)
+    raise ArgumentError, "stop mode #{mode.inspect}: one of #{STOP_MODES.inspect}" unless STOP_MODES.include?(mode)
+    return self unless running?
+
+    run!("pg_ctl", "stop", "--pgdata", data, "--mode", mode.to_s, "--wait", "--timeout", TIMEOUT.to_s, "--silent")
+    self
+  end
+
+  # Stops the server (immediately by default: a crash, for fault tests) and starts it again on the same port and
+  # data directory.
+  def restart(mode: :immediate)
+    raise Error, "#{self}: not started" unless @dir
+
+    stop(mode: mode)
+    launch
+    self
+  end
+
+  # Stops the server and removes its directory; the cluster can then be started again, anywhere.
+  def destroy
+    return self unless @dir
+
+    stop(mode: :fast)
+    FileUtils.rm_rf(@dir)
+    @dir = @port = nil
+    self
+  end
+
+  def to_s = "PostgresCluster(#{@dir ? "#{@dir}, port #{@port}" : "not started"})"
+
+  private
+
+  def data = File.join(@dir, "data")
+  def log = File.join(@dir, "server.log")
+  def root? = Process.uid.zero?
+
+  def settings
+    <<~CONF
+      # PostgresCluster's (examples/support/postgres_cluster.rb)
+      listen_addresses = '127.0.0.1'
+      port = #{port}
+      unix_socket_directories = '#{dir}'
+      fsync = on
+      max_connections = 100
+    CONF
+  end
+
+  # Starts the server on the cluster's data directory and waits until it answers on TCP; on failure, raises with
+  # the log's tail.
+  def launch
+    _, status = capture("pg_ctl", "start", "--pgdata", data, "--log", log, "--wait", "--timeout", TIMEOUT.to_s,
+                        "--silent")
+    raise Error, "#{self}: the server did not start:\n#{log_tail}" unless status.success?
+
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + TIMEOUT
+    until capture("pg_isready", "--host", "127.0.0.1", "--port", port.to_s, "--quiet").last.success?
+      raise Error, "#{self}: the server does not answer on TCP:\n#{log_tail}" \
+        if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+      sleep 0.05
+    end
+  end
+
+  # A port that was free a moment ago: the kernel's pick for a socket bound to port 0.
+  def free_port
+    server = TCPServer.new("127.0.0.1", 0)
+    server.addr[1]
+  ensure
+    server&.close
+  end
+
+  # Under root the server user must own DIR, and reach it (every directory above it must let it through).
+  def give_to_server_user(dir)
+    return unless root?
+
+    user = Etc.getpwnam(USER)
+    FileUtils.chown_R(user.uid, user.gid, dir)
+    _, status = Open3.capture2e("runuser", "-u", USER, "--", "test", "-w", dir)
+    raise Error, "#{dir}: the #{USER} user cannot write there (a directory above it keeps it out)" \
+      unless status.success?
+  end
+
+  # Stops the server when the process that started it exits (not in a forked child, which has the hook too).
+  def stop_at_exit
+    return if @stop_at_exit
+
+    @stop_at_exit = true
+    owner = Process.pid
+    at_exit do
+      stop(mode: :fast) if Process.pid == owner && @dir
+    rescue Error => e
+      warn "#{self}: #{e.message}"
+    end
+  end
+
+  # Runs one of the server's tools (as the server user under root) in the cluster's directory.
+  def capture(tool, *args)
+    command = [File.join(BIN, tool), *args]
+    command = ["runuser", "-u", USER, "--", *command] if root?
+    Open3.capture2e(*command, chdir: @dir)
+  end
+
+  def run!(tool, *args)
+    out, status = capture(tool, *args)
+    raise Error, "#{self}: #{tool} #{args.first} failed:\n#{out}#{log_tail}" unless status.success?
+
+    out
+  end
+
+  def log_tail(lines = 30)
+    return "" unless @dir && File.file?(log)
+
+    tail = File.readlines(log).last(lines).join
+    "--- the last lines of #{log}:\n#{tail}"
+  end
+end
