@@ -277,7 +277,9 @@ module LeaseMachines
       # way leaves the outcome unknown.
       def finish(statements)
         pipeline(statements)
-      rescue ::PG::ConnectionBad, ::PG::UnableToSend => e
+      rescue ::PG::Error => e
+        raise if @connection.status == ::PG::CONNECTION_OK && !(::PG::ConnectionBad === e || ::PG::UnableToSend === e)
+
         raise StoreError, "#{@name}: the connection was lost while the transaction's end was on its way " \
                           "(#{self.class.message(e)}): whether it committed is unknown; the next request reads " \
                           "what the server kept"
@@ -337,7 +339,8 @@ module LeaseMachines
           check_columns(found)
         end
         format = @connection.exec("SELECT format FROM lease_machines_schema WHERE id = 1").values.dig(0, 0)
-        return if format && Integer(format) == FORMAT
+        format &&= Integer(format)
+        return if format == FORMAT
 
         refuse("its schema is format #{Store.shown(format)}; this lease_machines reads format #{FORMAT} only")
       end

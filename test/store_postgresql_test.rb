@@ -1,0 +1,351 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "securerandom"
+require "socket"
+require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
+
+# The store on PostgreSQL, against a throwaway cluster the suite starts itself: the same decisions as the in-memory
+# authority for the same random requests, the database's clock, the round trips each request costs (counted on the
+# connection), bounded lock waits, the fence inside the application's transaction, and bad input.
+class StorePostgreSQLTest < Minitest::Test
+  R = "nightly-report"
+
+  # Counts the round trips a connection makes: each pipeline sync and each statement run on its own.
+  module RoundTrips
+    attr_accessor :round_trips
+
+    %i[pipeline_sync exec exec_params async_exec async_exec_params sync_exec sync_exec_params query].each do |name|
+      define_method(name) do |*args, **kwargs, &block|
+        self.round_trips = (round_trips || 0) + 1
+        super(*args, **kwargs, &block)
+      end
+    end
+  end
+
+  def setup
+    @cluster = require_postgres!
+    require "pg"
+    @schema = "t_#{SecureRandom.hex(6)}"
+    admin.exec("CREATE SCHEMA #{@schema}")
+    @url = "#{@cluster.url}?options=-csearch_path%3D#{@schema}"
+    @stores = []
+  end
+
+  def teardown
+    (@stores || []).each(&:close)
+    @connections&.each { _1.finished? || _1.close }
+    @admin&.close
+  end
+
+  def admin = @admin ||= PG.connect(@cluster.url)
+
+  def connection
+    (@connections ||= []) << PG.connect(@url)
+    @connections.last
+  end
+
+  def open_store(database = @url, **options)
+    LeaseMachines::Store.new(database, **options).tap { @stores << _1 }
+  end
+
+  def server_now = admin.exec("SELECT extract(epoch FROM clock_timestamp())::float8").getvalue(0, 0).to_f
+
+  def test_it_is_the_postgresql_store_and_names_the_server_without_a_password
+    store = open_store
+    assert_equal :postgresql, store.adapter_name
+    assert_equal "postgresql://postgres@127.0.0.1:#{@cluster.port}/postgres", store.path
+    assert_kind_of PG::Connection, store.database
+  end
+
+  def test_the_same_random_requests_get_the_same_decisions_as_the_authority
+    stores = [open_store, open_store(connection)] # two connections, one history
+    random = Random.new(Integer(ENV.fetch("SEED", 27)))
+    authorities = Hash.new { |hash, key| hash[key] = LeaseMachines::Authority.new(clock_policy: :clamp) }
+    tokens = Hash.new { |hash, key| hash[key] = [0] }
+    now = 1_000.0
+    600.times do |step|
+      resource = %w[a b c].sample(random: random)
+      owner = random.rand(3)
+      token = tokens[resource].sample(random: random) + random.rand(2)
+      ttl = [0.0, 0.5, 2.0, 5.0].sample(random: random)
+      now += [-1.0, 0.0, 0.25, 1.0, 3.0].sample(random: random)
+      kind = %i[acquire reacquire renew release transfer].sample(random: random)
+      args = { resource: resource, owner: owner, now: now }
+      args.merge!(ttl: ttl) unless kind == :release
+      args.merge!(token: token) if %i[renew release transfer].include?(kind)
+      expected = authority_answer(authorities, resource, kind, args)
+      actual = stores[step % 2].public_send(kind, **args.merge(kind == :transfer ? { new_owner: (owner + 1) % 3 } : {}))
+      assert_equal expected, actual, "step #{step}: #{kind} #{args}"
+      tokens[resource] << actual.lease.token if actual.lease
+      assert_equal authorities[resource].checkpoint, stores[(step + 1) % 2].checkpoint(resource: resource)
+    end
+  end
+
+  # The authority's answer, with a transfer made of its two decisions as the store defines it: a release, then a
+  # grant to the new owner; when the grant is refused, the release is undone but for the watermark.
+  def authority_answer(authorities, resource, kind, args)
+    authority = authorities[resource]
+    args = args.except(:resource)
+    return authority.public_send(kind, **args) unless kind == :transfer
+
+    before = authority.checkpoint
+    released = authority.release(**args.except(:ttl))
+    return released unless released.released?
+
+    granted = authority.acquire(owner: (args[:owner] + 1) % 3, now: args[:now], ttl: args[:ttl])
+    return LeaseMachines::Decision.new(status: :transferred, lease: granted.lease, reason: nil) if granted.granted?
+
+    kept = LeaseMachines::Checkpoint.new(last_issued: before.last_issued, lease: before.lease,
+                                         observed: authority.observed)
+    authorities[resource] = LeaseMachines::Authority.restore(kept, clock_policy: :clamp)
+    granted
+  end
+
+  def test_now_defaults_to_the_servers_clock_read_inside_the_request
+    store = open_store
+    before = server_now
+    lease = store.acquire(resource: R, owner: 7, ttl: 30.0).lease
+    after = server_now
+    assert_operator lease.expires_at, :>=, before + 30.0
+    assert_operator lease.expires_at, :<=, after + 30.0
+    assert_nil store.clock, "the store's clock is the server's"
+  end
+
+  def test_every_decision_is_two_round_trips_and_a_fence_adds_none_of_its_own
+    conn = connection
+    conn.singleton_class.prepend(RoundTrips)
+    store = open_store(conn)
+    conn.exec("CREATE TABLE report (token bigint)")
+    counts = {}
+    %i[acquire renew release].each_with_index do |kind, index|
+      conn.round_trips = 0
+      token = index.zero? ? nil : 1
+      case kind
+      when :acquire then store.acquire(resource: R, owner: 7, ttl: 30.0)
+      when :renew then store.renew(resource: R, owner: 7, token: token, ttl: 30.0)
+      when :release then store.release(resource: R, owner: 7, token: token)
+      end
+      counts[kind] = conn.round_trips
+    end
+    conn.round_trips = 0
+    store.reacquire(resource: R, owner: 7, ttl: 30.0)
+    counts[:reacquire] = conn.round_trips
+    conn.round_trips = 0
+    store.transfer(resource: R, owner: 7, token: 2, new_owner: 8, ttl: 30.0)
+    counts[:transfer] = conn.round_trips
+    conn.round_trips = 0
+    store.fenced(resource: R, token: 3) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [3]) }
+    counts[:fenced] = conn.round_trips - 1 # the block's own statement
+    conn.round_trips = 0
+    conn.transaction do
+      store.fenced(resource: R, token: 3) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [3]) }
+      counts[:fenced_in_transaction] = conn.round_trips - 2 # BEGIN and the block's statement
+    end
+    assert_equal({ acquire: 2, renew: 2, release: 2, reacquire: 2, transfer: 2, fenced: 2, fenced_in_transaction: 2 },
+                 counts)
+    assert_equal [["3"], ["3"]], conn.exec("SELECT token FROM report").values
+  end
+
+  def test_each_request_makes_one_native_decision_call
+    store = open_store
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
+    calls = native_calls { store.renew(resource: R, owner: 7, token: 1, ttl: 30.0, now: 2.0) }
+    assert_equal %i[_resource_name _store_decide], calls
+    calls = native_calls { store.fenced(resource: R, token: 1, now: 3.0) { nil } }
+    assert_equal %i[_resource_name _store_check_write], calls
+  end
+
+  def test_a_lock_wait_is_bounded_and_raises_store_error_with_nothing_changed
+    store = open_store(busy_timeout: 0.2)
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
+    holder = connection
+    holder.exec("BEGIN")
+    holder.exec_params("SELECT 1 FROM lease_machines_leases WHERE resource = $1 FOR UPDATE", [R])
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    error = assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0) }
+    waited = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    assert_match(/lock timeout/, error.message)
+    assert_operator waited, :<, 2.0
+    holder.exec("ROLLBACK")
+    assert_equal 1, store.revision(resource: R), "the refused request changed nothing"
+    assert_equal PG::PQTRANS_IDLE, store.database.transaction_status
+    assert_equal "0", store.database.exec("SHOW lock_timeout").getvalue(0, 0), "no session setting was left behind"
+  end
+
+  def test_a_fenced_write_joins_the_applications_transaction_and_rolls_back_with_it
+    conn = connection
+    store = open_store(conn)
+    conn.exec("CREATE TABLE report (token bigint)")
+    token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
+    conn.exec("BEGIN")
+    store.fenced(resource: R, token: token) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [token]) }
+    assert_equal PG::PQTRANS_INTRANS, conn.transaction_status, "the application's transaction is still open"
+    conn.exec("ROLLBACK")
+    assert_nil store.fence_highest(resource: R)
+    assert_equal 0, conn.exec("SELECT count(*) FROM report").getvalue(0, 0).to_i
+    conn.transaction do
+      store.fenced(resource: R, token: token) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [token]) }
+    end
+    assert_equal token, store.fence_highest(resource: R)
+  end
+
+  def test_a_stale_holder_is_refused_before_its_successor_writes
+    store = open_store
+    first = store.acquire(resource: R, owner: 7, ttl: 1.0, now: 10.0).lease
+    store.acquire(resource: R, owner: 8, ttl: 30.0, now: 12.0)
+    ran = false
+    error = assert_raises(LeaseMachines::Fenced) { store.fenced(resource: R, token: first.token, now: 12.5) { ran = true } }
+    assert_equal [:stale_token, 2], [error.reason, error.highest]
+    refute ran
+  end
+
+  def test_tokens_above_the_bigint_range_are_refused_with_store_error
+    store = open_store
+    store.acquire(resource: R, owner: 7, ttl: 1.0, now: 1.0)
+    max = LeaseMachines::Store::MAX_TOKEN
+    admin.exec_params("UPDATE #{@schema}.lease_machines_leases SET token = $1, last_issued = $1, revision = $1",
+                      [max])
+    error = assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 1.0, now: 5.0) }
+    assert_match(/does not fit/, error.message)
+    assert_equal max, store.checkpoint(resource: R).last_issued
+  end
+
+  def test_owners_across_the_whole_u64_range_round_trip
+    store = open_store
+    [0, 2**63 - 1, 2**63, 2**64 - 1].each_with_index do |owner, index|
+      lease = store.acquire(resource: "r#{index}", owner: owner, ttl: 1.0, now: 1.0).lease
+      assert_equal owner, lease.owner
+      assert_equal owner, store.checkpoint(resource: "r#{index}").lease.owner
+    end
+  end
+
+  def test_resource_names_are_bound_never_sql
+    store = open_store
+    ["it's; DROP TABLE lease_machines_leases; --", "ünïcode ☃", "a" * LeaseMachines::MAX_RESOURCE_BYTES].each do |name|
+      assert_predicate store.acquire(resource: name, owner: 1, ttl: 1.0, now: 1.0), :granted?
+      assert_equal 1, store.checkpoint(resource: name).last_issued
+    end
+    assert_equal 3, admin.exec("SELECT count(*) FROM #{@schema}.lease_machines_leases").getvalue(0, 0).to_i
+    error = assert_raises(ArgumentError) { store.acquire(resource: "a\0b", owner: 1, ttl: 1.0, now: 1.0) }
+    assert_match(/NUL/, error.message)
+    assert_raises(ArgumentError) { store.acquire(resource: "\xFF".b, owner: 1, ttl: 1.0, now: 1.0) }
+    assert_raises(ArgumentError) { store.acquire(resource: "a" * 1_000_000, owner: 1, ttl: 1.0, now: 1.0) }
+  end
+
+  def test_an_unreachable_server_or_a_wrong_password_is_a_store_error_that_never_shows_the_password
+    port = TCPServer.open("127.0.0.1", 0).then { |server| server.addr[1].tap { server.close } }
+    error = assert_raises(LeaseMachines::StoreError) do
+      LeaseMachines::Store.new("postgresql://postgres:s3cr3t-pw@127.0.0.1:#{port}/postgres?connect_timeout=2")
+    end
+    assert_match(/127\.0\.0\.1/, error.message)
+    refute_match(/s3cr3t-pw/, error.message)
+    admin.exec("DROP ROLE IF EXISTS lm_pw; CREATE ROLE lm_pw LOGIN PASSWORD 'right-pw'")
+    hba = File.join(@cluster.dir, "data", "pg_hba.conf")
+    original = File.read(hba)
+    File.write(hba, "host all lm_pw 127.0.0.1/32 scram-sha-256\n#{original}")
+    admin.exec("SELECT pg_reload_conf()")
+    begin
+      error = assert_raises(LeaseMachines::StoreError) do
+        LeaseMachines::Store.new("postgresql://lm_pw:wr0ng-pw@127.0.0.1:#{@cluster.port}/postgres")
+      end
+      assert_match(/password authentication failed/, error.message)
+      refute_match(/wr0ng-pw/, error.message)
+    ensure
+      File.write(hba, original)
+      admin.exec("SELECT pg_reload_conf()")
+    end
+    error = assert_raises(TypeError) { LeaseMachines::Store.new(Object.new) }
+    assert_match(/PG::Connection/, error.message)
+  end
+
+  def test_a_newer_schema_format_or_a_foreign_table_is_refused
+    open_store.close
+    admin.exec("UPDATE #{@schema}.lease_machines_schema SET format = 2")
+    error = assert_raises(LeaseMachines::StoreError) { open_store }
+    assert_match(/format 2; this lease_machines reads format 1 only/, error.message)
+    other = "t_#{SecureRandom.hex(6)}"
+    admin.exec("CREATE SCHEMA #{other}; CREATE TABLE #{other}.lease_machines_leases (resource text, holder text)")
+    error = assert_raises(LeaseMachines::StoreError) do
+      LeaseMachines::Store.new("#{@cluster.url}?options=-csearch_path%3D#{other}")
+    end
+    assert_match(/lease_machines_leases is not the lease store's table/, error.message)
+  end
+
+  def test_a_connection_killed_mid_request_raises_store_error_and_the_next_request_reads_the_truth
+    store = open_store(busy_timeout: 10.0)
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
+    holder = connection
+    holder.exec("BEGIN")
+    holder.exec_params("SELECT 1 FROM lease_machines_leases WHERE resource = $1 FOR UPDATE", [R])
+    pid = store.database.backend_pid
+    killer = Thread.new do
+      sleep 0.3
+      admin.exec_params("SELECT pg_terminate_backend($1)", [pid])
+    end
+    assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0) }
+    killer.join
+    holder.exec("ROLLBACK")
+    assert_equal 7, store.checkpoint(resource: R).lease.owner, "the store reconnected and read what was committed"
+    assert_equal :granted, store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0).status
+  end
+
+  def test_a_lost_reply_to_commit_says_the_outcome_is_unknown_and_the_truth_is_read_next
+    proxy = CommitCutter.new("127.0.0.1", @cluster.port)
+    store = open_store("postgresql://postgres@127.0.0.1:#{proxy.port}/postgres?options=-csearch_path%3D#{@schema}")
+    proxy.cut_after_commit!
+    error = assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0) }
+    assert_match(/whether it committed is unknown/, error.message)
+    truth = open_store.checkpoint(resource: R)
+    assert_equal 1, truth.last_issued, "the server committed the grant whose reply was lost"
+    assert_equal 8, store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0).then { _1.lease.owner }
+  ensure
+    proxy&.close
+  end
+
+  # A TCP proxy to the server that, once armed, forwards the client's bytes up to and including a COMMIT, then
+  # drops the connection before the server's reply reaches the client.
+  class CommitCutter
+    attr_reader :port
+
+    def initialize(host, port)
+      @server = TCPServer.new("127.0.0.1", 0)
+      @port = @server.addr[1]
+      @armed = false
+      @thread = Thread.new do
+        loop do
+          client = @server.accept
+          upstream = TCPSocket.new(host, port)
+          Thread.new { pump(client, upstream, up: true) }
+          Thread.new { pump(upstream, client, up: false) }
+        end
+      rescue IOError, SystemCallError
+        nil
+      end
+    end
+
+    def cut_after_commit! = @armed = true
+
+    def close
+      @thread.kill
+      @server.close
+    end
+
+    private
+
+    def pump(from, to, up:)
+      loop do
+        data = from.readpartial(65_536)
+        if !up && @cut
+          @cut = @armed = false # once: the client's next connection goes through
+          [from, to].each(&:close)
+          break
+        end
+        to.write(data)
+        @cut = true if up && @armed && data.include?("COMMIT\0") # the statement, not READ COMMITTED
+      end
+    rescue IOError, SystemCallError
+      [from, to].each { |socket| socket.close unless socket.closed? }
+    end
+  end
+end
