@@ -2,9 +2,11 @@
 
 require "test_helper"
 require "open3"
+require_relative "../examples/support/hosts"
 
 # bin/worker-seven as a user runs it: worker 7's stale write is refused and the verdict is safe; without the fence
-# the same story ends with the stale write landing and a failing verdict.
+# the same story ends with the stale write landing and a failing verdict. On SQLite, and on PostgreSQL with each
+# worker on a simulated host (a network namespace, where this process can make them) with its clock skewed.
 class WorkerSevenTest < Minitest::Test
   COMMAND = File.expand_path("../bin/worker-seven", __dir__)
 
@@ -44,11 +46,56 @@ class WorkerSevenTest < Minitest::Test
       %w[--ttl] => "missing argument: --ttl",
       %w[--databse x.sqlite3] => "invalid option: --databse (did you mean --database?)",
       %w[--version] => "invalid option: --version",
-      %w[--workers 3 extra] => "unexpected argument \"extra\" (it takes options only)"
+      %w[--workers 3 extra] => "unexpected argument \"extra\" (it takes options only)",
+      %w[--postgres --database x.sqlite3] => "--postgres takes a postgresql:// URL as --database, not \"x.sqlite3\""
     }.then { assert_usage_errors(COMMAND, "worker-seven", _1) }
     output, errors, status = Open3.capture3(COMMAND, "--help")
     assert_equal [0, ""], [status.exitstatus, errors]
     assert_match(/\AUsage: bin\/worker-seven \[options\]$/, output)
     assert_match(/^Exit status: 0 safe, 1 unsafe, 2 a usage error\.$/, output)
+    assert_match(/^\s+--postgres\s+on PostgreSQL/, output)
+  end
+
+  # Worker 7's clock is 90 s behind the server's, worker 12's right, worker 19's 90 s ahead: the store decides on
+  # the server's clock, and the fence refuses worker 7 as on SQLite.
+  def test_on_postgres_the_workers_run_on_hosts_of_their_own_with_skewed_clocks_and_the_stale_write_is_refused
+    require_postgres!
+    output, status = Open3.capture2e(COMMAND, "--postgres", "--ttl", "0.5", "--duration", "3")
+    assert status.success?, output
+    { 7 => -90.0, 12 => 0.0, 19 => 90.0 }.each do |id, offset|
+      where = TestHosts.available? ? 'host 10\.213\.\d+\.\d+ \(namespace lmw\d+-\d\)' : "this machine"
+      line = output[/^.*worker #{id}\s+on #{where}, clock #{Regexp.escape(format("%+.1f", offset))}s \(.*$/]
+      assert line, "worker #{id} on #{where} with its clock #{offset}s off:\n#{output}"
+      assert_in_delta offset, Float(line[/measured against the server's: ([-+]\d+\.\d+)s\)$/, 1]), 1.0, line
+    end
+    assert_match(/^\s*\S+s\s+run\s+no network namespaces \(.+\): the workers run as local processes$/, output) \
+      unless TestHosts.available?
+    assert_match(/worker 7\s+by its own clock \(-90\.0s\) the lease has \d+\.\ds to run; by the server's/, output)
+    assert_match(/worker 7\s+REFUSED: token 1 is older than the fence's \d+/, output)
+    assert_match(/^stale writes landed: 0; holders interleaved: 0$/, output)
+    assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
+  end
+
+  def test_on_postgres_without_the_fence_the_stale_write_lands_and_the_verdict_fails
+    require_postgres!
+    output, status = Open3.capture2e(COMMAND, "--postgres", "--ttl", "0.5", "--duration", "3", "--without-fence")
+    assert_equal 1, status.exitstatus, output
+    assert_match(/^stale writes landed: [1-9]/, output)
+    assert_match(/^VERDICT: UNSAFE$/, output)
+  end
+
+  # A server that cannot be reached, or a database it does not have: one line on stderr, nothing on stdout, exit 2.
+  def test_a_bad_database_url_is_one_line_on_stderr_and_exit_2
+    cluster = require_postgres!
+    {
+      "#{cluster.url.delete_suffix("/postgres")}/no_such_database" => /database "no_such_database" does not exist/,
+      "postgresql://postgres@127.0.0.1:1/postgres" => /127\.0\.0\.1.*port 1 failed: Connection refused/
+    }.each do |url, why|
+      output, errors, status = Open3.capture3(COMMAND, "--database", url)
+      assert_equal [2, ""], [status.exitstatus, output], errors
+      assert_match(%r{\Aworker-seven: cannot open the lease store at #{Regexp.escape(url)}: [^\n]*; see bin/}, errors)
+      assert errors.end_with?("; see bin/worker-seven --help\n") && errors.lines.one?, errors
+      assert_match(why, errors)
+    end
   end
 end

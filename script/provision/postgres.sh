@@ -5,8 +5,9 @@
 # Debian trixie's binary build for its libruby3.3, checked, pointed at our CRuby 3.3's libruby and repacked
 # (deb2gem.rb). x86_64 only. Sourced by script/provision/debian.
 
-# The server (initdb, pg_ctl, postgres in /usr/lib/postgresql/15/bin) and patchelf, as Debian 12 packages.
-POSTGRES_HOST_PACKAGES=(postgresql patchelf)
+# The server (initdb, pg_ctl, postgres in /usr/lib/postgresql/15/bin) and patchelf, as Debian 12 packages; faketime
+# (libfaketime) and iproute2 (ip netns) for bin/worker-seven --postgres's skewed clocks and simulated hosts.
+POSTGRES_HOST_PACKAGES=(postgresql patchelf faketime iproute2)
 
 # Debian's binary ruby-pg: the suite it is taken from, the upstream version it must be, the CRuby minor it is built
 # for (the Ruby ABI directory it ships, X.Y.0), what its package may depend on, what its pg_ext.so may link.
