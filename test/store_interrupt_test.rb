@@ -7,20 +7,11 @@ require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
 # A soak of asynchronous exceptions: Timeout, Thread#raise and Thread#kill land at random instants inside the
 # store's requests. None may leave a transaction open, a lock held or a decision half-made: after each one the
 # connection is idle, another connection writes at once, and the grants and fenced writes that came back obey the
-# rules.
-class StoreInterruptTest < Minitest::Test
+# rules. The same soak runs on both databases (StoreInterruptTest, StorePostgreSQLInterruptTest below); each says
+# how to write the application's row, read the rows back and see that no lock is left.
+module StoreInterruptSoak
   RESOURCES = %w[nightly-report invoices].freeze
   Abandon = Class.new(StandardError)
-
-  def setup
-    requires_sqlite3!
-    dir = scratch_dir("lease-interrupts")
-    @path = File.join(dir, "leases.sqlite3")
-    @store = LeaseMachines::Store.new(@path)
-    @store.database.execute("CREATE TABLE writes (id INTEGER PRIMARY KEY, resource TEXT, token INTEGER)")
-    @probe = LeaseMachines::Store.new(@path, busy_timeout: 0)
-    @granted = Hash.new { |hash, key| hash[key] = [] }
-  end
 
   def teardown
     @probe&.close
@@ -37,9 +28,7 @@ class StoreInterruptTest < Minitest::Test
       @granted[resource] << decision.lease.token if decision.granted?
     when 2
       token = @granted[resource].last or return
-      @store.fenced(resource: resource, token: token) do |db|
-        db.execute("INSERT INTO writes (resource, token) VALUES (?, ?)", [resource, token])
-      end
+      @store.fenced(resource: resource, token: token) { |db| write(db, resource, token) }
     else
       token = @granted[resource].last or return
       @store.release(resource: resource, owner: 7, token: token, now: now)
@@ -54,9 +43,8 @@ class StoreInterruptTest < Minitest::Test
   end
 
   def assert_idle_and_unlocked(round)
-    refute_predicate @store.database, :transaction_active?, "round #{round}: a transaction was left open"
-    decision = @probe.acquire(resource: "probe-#{round}", owner: 1, ttl: 1.0, now: 0.0)
-    assert_equal :granted, decision.status, "round #{round}: another connection could not write at once"
+    refute idle_in_transaction?, "round #{round}: a transaction was left open"
+    assert_unlocked(round)
   end
 
   # Thread.handle_interrupt does not defer a signal's trap handler: one that raises can land anywhere, even right
@@ -69,7 +57,7 @@ class StoreInterruptTest < Minitest::Test
     grants = @granted[RESOURCES.first]
     assert_equal grants.sort.uniq, grants, "tokens came back in order, none twice"
     assert_operator @store.checkpoint(resource: RESOURCES.first).last_issued.to_i, :>=, grants.max.to_i
-    written = @store.database.get_first_value("SELECT count(*) FROM writes")
+    written = written_tokens(RESOURCES.first).size
     assert_operator written, :>=, returned, "every fenced write that returned was committed"
     assert_operator returned, :>=, 10, "the soak did real work"
   end
@@ -84,7 +72,7 @@ class StoreInterruptTest < Minitest::Test
     sender = Thread.new do
       until stop
         Process.kill("USR1", Process.pid)
-        sleep(rand * 0.0005)
+        sleep(rand * 0.0005 * request_time)
       end
     end
     random = Random.new(Minitest.seed)
@@ -97,9 +85,7 @@ class StoreInterruptTest < Minitest::Test
                                         now: Process.clock_gettime(Process::CLOCK_REALTIME))
             @granted[RESOURCES.first] << decision.lease.token if decision.granted?
           elsif (token = @granted[RESOURCES.first].last)
-            @store.fenced(resource: RESOURCES.first, token: token) do |db|
-              db.execute("INSERT INTO writes (resource, token) VALUES (?, ?)", [RESOURCES.first, token])
-            end
+            @store.fenced(resource: RESOURCES.first, token: token) { |db| write(db, RESOURCES.first, token) }
             returned += 1
           end
         rescue signal, LeaseMachines::Fenced
@@ -131,7 +117,7 @@ class StoreInterruptTest < Minitest::Test
       case round % 3
       when 0
         begin
-          Timeout.timeout(random.rand * 0.0008) { for_at_most(2.0) { request(random) } }
+          Timeout.timeout(random.rand * 0.0008 * request_time) { for_at_most(2.0) { request(random) } }
           flunk "round #{round}: the timeout never arrived (swallowed inside a request?)"
         rescue Timeout::Error
           interrupts[:timeout] += 1
@@ -139,7 +125,7 @@ class StoreInterruptTest < Minitest::Test
       else
         worker = Thread.new { for_at_most(5.0) { request(random) } }
         worker.report_on_exception = false
-        sleep(random.rand * 0.001)
+        sleep(random.rand * 0.001 * request_time)
         if round % 3 == 1
           worker.raise(Abandon)
           interrupts[:raise] += 1
@@ -163,11 +149,90 @@ class StoreInterruptTest < Minitest::Test
       assert_equal grants.sort.uniq, grants, "#{resource}: tokens came back in order, none twice"
       last_issued = @store.checkpoint(resource: resource).last_issued
       assert_operator last_issued, :>=, grants.max, "#{resource}: every grant returned was committed"
-      written = @store.database.execute("SELECT token FROM writes WHERE resource = ? ORDER BY id", [resource]).flatten
+      written = written_tokens(resource)
       assert_equal written.sort, written, "#{resource}: a fenced write landed after a newer token's"
       assert_empty written - grants, "#{resource}: every write carried a granted token"
       highest = @store.fence_highest(resource: resource)
       assert_equal written.max, highest, "#{resource}: the fence mark is the newest committed write's token"
     end
+  end
+end
+
+class StoreInterruptTest < Minitest::Test
+  include StoreInterruptSoak
+
+  # How long a request takes, in units of a SQLite request: interrupts are spread over it.
+  def request_time = 1
+
+  def setup
+    requires_sqlite3!
+    dir = scratch_dir("lease-interrupts")
+    @path = File.join(dir, "leases.sqlite3")
+    @store = LeaseMachines::Store.new(@path)
+    @store.database.execute("CREATE TABLE writes (id INTEGER PRIMARY KEY, resource TEXT, token INTEGER)")
+    @probe = LeaseMachines::Store.new(@path, busy_timeout: 0)
+    @granted = Hash.new { |hash, key| hash[key] = [] }
+  end
+
+  def write(db, resource, token) = db.execute("INSERT INTO writes (resource, token) VALUES (?, ?)", [resource, token])
+
+  def written_tokens(resource)
+    @store.database.execute("SELECT token FROM writes WHERE resource = ? ORDER BY id", [resource]).flatten
+  end
+
+  def idle_in_transaction? = @store.database.transaction_active?
+
+  # Another connection writes at once: SQLite's one write lock is free.
+  def assert_unlocked(round)
+    decision = @probe.acquire(resource: "probe-#{round}", owner: 1, ttl: 1.0, now: 0.0)
+    assert_equal :granted, decision.status, "round #{round}: another connection could not write at once"
+  end
+end
+
+# The soak on PostgreSQL: a connection left inside a transaction by a killed thread (or with a query's results still
+# on their way) is rolled back or settled by the store, never reused half-done; no row lock outlives a request.
+class StorePostgreSQLInterruptTest < Minitest::Test
+  include StoreInterruptSoak
+
+  # A request is two round trips to a server (on loopback) that fsyncs its commit.
+  def request_time = 8
+
+  def setup
+    cluster = require_postgres!
+    require "pg"
+    schema = "t_#{Process.pid}_#{rand(1 << 30)}"
+    @admin = PG.connect(cluster.url)
+    @admin.exec("CREATE SCHEMA #{schema}")
+    @admin.exec("SET search_path = #{schema}")
+    @store = LeaseMachines::Store.new("#{cluster.url}?options=-csearch_path%3D#{schema}")
+    @store.database.exec("CREATE TABLE writes (id bigserial PRIMARY KEY, resource text, token bigint)")
+    @granted = Hash.new { |hash, key| hash[key] = [] }
+  end
+
+  def teardown
+    super
+    @admin&.close
+  end
+
+  def write(db, resource, token) = db.exec_params("INSERT INTO writes (resource, token) VALUES ($1, $2)", [resource, token])
+
+  def written_tokens(resource)
+    @admin.exec_params("SELECT token FROM writes WHERE resource = $1 ORDER BY id", [resource]).column_values(0).map(&:to_i)
+  end
+
+  def idle_in_transaction? = @store.database.transaction_status != PG::PQTRANS_IDLE
+
+  # No row of the store's tables is locked (another connection locks them all at once, without waiting), and the
+  # store's backend holds no lock of a transaction.
+  def assert_unlocked(round)
+    @admin.transaction do |admin|
+      admin.exec("SELECT 1 FROM lease_machines_leases FOR UPDATE NOWAIT")
+      admin.exec("SELECT 1 FROM lease_machines_fences FOR UPDATE NOWAIT")
+    end
+    held = @admin.exec_params("SELECT count(*) FROM pg_locks WHERE pid = $1 AND locktype = 'transactionid'",
+                              [@store.database.backend_pid]).getvalue(0, 0).to_i
+    assert_equal 0, held, "round #{round}: the store's connection still holds a transaction's lock"
+  rescue PG::LockNotAvailable => e
+    flunk "round #{round}: a row of the store is still locked (#{e.message.lines.first.strip})"
   end
 end

@@ -110,6 +110,7 @@ module LeaseMachines
         @lock_timeout = seconds.nil? ? "" : "#{SQLite.busy_timeout_ms(seconds)}ms"
         @name = self.class.describe(database)
         @connection = @owned ? connect(database) : database
+        @url = database if @owned # for a new connection, when a reconnect failed (see #check!)
         # The lock timeout each open fenced savepoint replaced, restored when it is released.
         @kept_timeouts = {}
         begin
@@ -120,20 +121,31 @@ module LeaseMachines
         end
       end
 
-      def close = @connection.finished? || @connection.close
+      def close
+        @reset_failed = false
+        @connection.finished? || @connection.close
+      end
 
-      def closed? = @connection.finished?
+      # Closed, by #close or by the application: not by a reconnect that failed.
+      def closed? = @connection.finished? && !@reset_failed
 
       # Raises StoreError when the connection is broken; one the store opened is first reconnected, so that a
-      # request after a lost connection reads the truth from the server.
+      # request after a lost connection reads the truth from the server. A failed reconnect finishes the connection
+      # (pg's #reset does): the next request opens a new one.
       def check!
-        return if @connection.status == ::PG::CONNECTION_OK
+        return if !@reset_failed && @connection.status == ::PG::CONNECTION_OK
 
         raise StoreError, "#{@name}: the connection to the server is broken" unless @owned
 
         begin
-          @connection.reset
+          if @reset_failed
+            @connection = connect(@url)
+          else
+            @connection.reset
+          end
+          @reset_failed = false
         rescue ::PG::Error => e
+          @reset_failed = @connection.finished?
           raise StoreError, "#{@name}: cannot reconnect: #{self.class.message(e)}"
         end
       end
@@ -205,10 +217,12 @@ module LeaseMachines
         settle
         case @connection.transaction_status
         when ::PG::PQTRANS_INTRANS
-          return false unless @connection.exec(OWN_MARK).getvalue(0, 0) == "own"
+          # A connection the store opened is used by nobody else: whatever transaction is open on it is the store's,
+          # even one whose BEGIN went out without the mark after it (a trap handler raising between the two).
+          return false unless @owned || @connection.exec(OWN_MARK).getvalue(0, 0) == "own"
         when ::PG::PQTRANS_INERROR
           # An aborted transaction answers nothing but ROLLBACK (TO SAVEPOINT): only the store's has its savepoint.
-          @connection.exec("ROLLBACK TO SAVEPOINT #{OWN}")
+          @connection.exec("ROLLBACK TO SAVEPOINT #{OWN}") unless @owned
         else
           return false
         end
@@ -256,6 +270,7 @@ module LeaseMachines
       # Runs +statements+ ([sql, params] each) in one round trip, in pipeline mode, and returns their results.
       # The first failed statement's error is raised (the ones after it were skipped by the server).
       def pipeline(statements)
+        settle unless @connection.pipeline_status == ::PG::PQ_PIPELINE_OFF
         @connection.enter_pipeline_mode
         begin
           statements.each { |sql, params| @connection.send_query_params(sql, params || []) }
@@ -292,20 +307,39 @@ module LeaseMachines
       end
 
       def leave_pipeline
-        return if @connection.pipeline_status == ::PG::PQ_PIPELINE_OFF
+        return if @connection.pipeline_status == ::PG::PQ_PIPELINE_OFF || pipeline_ended?
 
-        settle
-        @connection.exit_pipeline_mode
+        settle # cut short: results still on their way
       rescue ::PG::Error
         nil
       end
 
-      # Reads and drops whatever results are still on their way (a pipeline cut short).
+      # Brings the connection back to rest after a request cut short (a signal's trap handler raising mid-pipeline, a
+      # thread killed inside the block's query): a pipeline is synced and every result read until libpq lets it end
+      # (an interrupted pipeline may have sent statements without their sync point, whose results the server holds
+      # back until one comes); results of a query still on their way are read and dropped.
       def settle
         return unless @connection.status == ::PG::CONNECTION_OK
 
-        @connection.discard_results if @connection.pipeline_status != ::PG::PQ_PIPELINE_OFF ||
-                                       @connection.transaction_status == ::PG::PQTRANS_ACTIVE
+        unless @connection.pipeline_status == ::PG::PQ_PIPELINE_OFF
+          @connection.pipeline_sync
+          loop do
+            result = @connection.get_result
+            raise ::PG::ConnectionBad, lost if result.nil? && @connection.status != ::PG::CONNECTION_OK
+            next unless result&.result_status == ::PG::PGRES_PIPELINE_SYNC
+
+            break if pipeline_ended?
+          end
+        end
+        @connection.discard_results if @connection.transaction_status == ::PG::PQTRANS_ACTIVE
+      end
+
+      # Ends pipeline mode; false while results are still pending (a later sync point's).
+      def pipeline_ended?
+        @connection.exit_pipeline_mode
+        true
+      rescue ::PG::Error
+        false
       end
 
       def row_of(result)
