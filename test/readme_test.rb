@@ -42,6 +42,17 @@ class ReadmeTest < Minitest::Test
     end.join
   end
 
+  # A URL of a fresh schema on the suite's PostgreSQL cluster, or nil where there is none.
+  def postgres_schema_url
+    return nil unless PostgresCluster.available? && SQLITE3
+
+    require "pg"
+    cluster = LeaseMachines::TestSupport.postgres
+    schema = "readme_#{Process.pid}_#{rand(1 << 30)}"
+    PG.connect(cluster.url).then { |admin| admin.exec("CREATE SCHEMA #{schema}").then { admin.close } }
+    "#{cluster.url}?options=-csearch_path%3D#{schema}"
+  end
+
   def test_the_readme_has_ruby_examples
     assert_operator self.class.blocks.size, :>=, 10
   end
@@ -56,7 +67,11 @@ class ReadmeTest < Minitest::Test
       checks << [actual, expected, line]
       actual
     end
+    database_url = postgres_schema_url
+    ENV["LEASE_MACHINES_DATABASE_URL"] = database_url
     self.class.blocks.each do |block|
+      # The PostgreSQL store's example needs a server and the pg gem (the suite's throwaway cluster).
+      next if database_url.nil? && block.source.include?("LEASE_MACHINES_DATABASE_URL")
       # The SQLite store's example needs the sqlite3 gem, which the gem does not depend on.
       next if !SQLITE3 && block.source.include?("lease_machines/store")
       # The Rails jobs example needs ActiveJob and ActiveRecord, development dependencies of the gem.
@@ -65,7 +80,7 @@ class ReadmeTest < Minitest::Test
       scope.eval(self.class.instrument(block), README, block.line)
     end
 
-    assert_operator checks.size, :>=, 40, "the README's annotated lines all ran"
+    assert_operator checks.size, :>=, database_url ? 45 : 40, "the README's annotated lines all ran"
     checks.each do |actual, expected, line|
       want = eval(expected, binding, README, line) # rubocop:disable Security/Eval
       message = "README.md:#{line}: expected #{expected}, got #{actual.inspect}"
