@@ -31,6 +31,8 @@ module LeaseMachines
 
     # The message of every skip for want of PostgreSQL starts with this (the suite counts them at the end).
     POSTGRES_SKIP = "PostgreSQL unavailable:"
+    # The checkout's scratch directory, where the suite's PostgreSQL clusters live.
+    TMP = File.expand_path("../tmp", __dir__)
 
     class << self
       # The suite's PostgreSQL cluster (examples/support/postgres_cluster.rb): one per test process, started on first
@@ -38,13 +40,38 @@ module LeaseMachines
       # require_postgres! first.
       def postgres
         POSTGRES_LOCK.synchronize do
+          raise @postgres_failure if @postgres_failure
+
           @postgres ||= begin
-            cluster = PostgresCluster.new.start(dir: File.expand_path("../tmp/postgres-#{Process.pid}", __dir__))
+            discard_stale_postgres
+            cluster = PostgresCluster.new.start(dir: File.join(TMP, "postgres-#{Process.pid}"))
             owner = Process.pid
             at_exit { cluster.destroy if Process.pid == owner }
             cluster
+          rescue PostgresCluster::Error => e
+            @postgres_failure = e # every test that asks says the same, rather than starting again in a used directory
+            raise
           end
         end
+      end
+
+      # The clusters of test processes that are gone (killed before their at_exit ran): stopped, removed.
+      def discard_stale_postgres
+        Dir[File.join(TMP, "postgres-*")].each do |dir|
+          pid = File.basename(dir)[/\Apostgres-(\d+)(?:-|\z)/, 1]&.to_i
+          next if pid.nil? || pid == Process.pid || process_alive?(pid)
+
+          PostgresCluster.new.attach(dir: dir).destroy
+        end
+      end
+
+      def process_alive?(pid)
+        Process.kill(0, pid)
+        true
+      rescue Errno::ESRCH
+        false
+      rescue Errno::EPERM
+        true
       end
 
       # How many tests asked for PostgreSQL (require_postgres!), and how many of them skipped for want of it.

@@ -72,11 +72,9 @@ class PostgresCluster
   attr_reader :dir, :port
 
   # Makes a cluster in DIR (created; the project's tmp/ is the place for it) and starts it: initdb, the settings
-  # (appended to its postgresql.conf, so that a restart keeps them), pg_ctl start. +listen+: more addresses to
-  # listen on than 127.0.0.1 (that exist on this machine), +trust+: networks (CIDR) whose TCP clients are trusted
-  # too (TestHosts#network). Returns self. Raises Error, with the tail of the server's log, when the server does
-  # not start.
-  def start(dir:, listen: [], trust: [])
+  # (appended to its postgresql.conf, so that a restart keeps them), pg_ctl start. Returns self. Raises Error, with
+  # the tail of the server's log, when the server does not start.
+  def start(dir:)
     raise Error, "#{self}: started already, in #{@dir}" if @dir
     reason = self.class.server_unavailable_reason
     raise Error, reason if reason
@@ -91,10 +89,20 @@ class PostgresCluster
     @port = free_port
     run!("initdb", "--pgdata", data, "--auth=trust", "--username", USER, "--encoding", "UTF8", "--locale", "C",
          "--no-sync", "--no-instructions")
-    File.open(File.join(data, "postgresql.conf"), "a") { _1.puts(settings(listen)) }
-    File.open(File.join(data, "pg_hba.conf"), "a") { |hba| trust.each { hba.puts("host all all #{_1} trust") } }
-    launch
+    File.open(File.join(data, "postgresql.conf"), "a") { _1.puts(settings) }
     stop_at_exit
+    launch
+    self
+  end
+
+  # The cluster an earlier start left in DIR (a process killed before its at_exit ran leaves its server running), to
+  # stop or destroy. Returns self.
+  def attach(dir:)
+    raise Error, "#{self}: started already, in #{@dir}" if @dir
+
+    @dir = File.expand_path(dir)
+    conf = File.join(data, "postgresql.conf")
+    @port = File.file?(conf) ? File.read(conf)[/^port = (\d+)$/, 1]&.to_i : nil
     self
   end
 
@@ -157,10 +165,10 @@ class PostgresCluster
   def log = File.join(@dir, "server.log")
   def root? = Process.uid.zero?
 
-  def settings(listen)
+  def settings
     <<~CONF
       # PostgresCluster's (examples/support/postgres_cluster.rb)
-      listen_addresses = '#{["127.0.0.1", *listen].join(", ")}'
+      listen_addresses = '127.0.0.1'
       port = #{port}
       unix_socket_directories = '#{dir}'
       fsync = on
