@@ -72,9 +72,11 @@ class PostgresCluster
   attr_reader :dir, :port
 
   # Makes a cluster in DIR (created; the project's tmp/ is the place for it) and starts it: initdb, the settings
-  # (appended to its postgresql.conf, so that a restart keeps them), pg_ctl start. Returns self. Raises Error, with
-  # the tail of the server's log, when the server does not start.
-  def start(dir:)
+  # (appended to its postgresql.conf, so that a restart keeps them), pg_ctl start. +listen+: more addresses to
+  # listen on than 127.0.0.1 (that exist on this machine), +trust+: networks (CIDR) whose TCP clients are trusted
+  # too (TestHosts#network). Returns self. Raises Error, with the tail of the server's log, when the server does
+  # not start.
+  def start(dir:, listen: [], trust: [])
     raise Error, "#{self}: started already, in #{@dir}" if @dir
     reason = self.class.server_unavailable_reason
     raise Error, reason if reason
@@ -89,7 +91,8 @@ class PostgresCluster
     @port = free_port
     run!("initdb", "--pgdata", data, "--auth=trust", "--username", USER, "--encoding", "UTF8", "--locale", "C",
          "--no-sync", "--no-instructions")
-    File.open(File.join(data, "postgresql.conf"), "a") { _1.puts(settings) }
+    File.open(File.join(data, "postgresql.conf"), "a") { _1.puts(settings(listen)) }
+    File.open(File.join(data, "pg_hba.conf"), "a") { |hba| trust.each { hba.puts("host all all #{_1} trust") } }
     stop_at_exit
     launch
     self
@@ -165,10 +168,10 @@ class PostgresCluster
   def log = File.join(@dir, "server.log")
   def root? = Process.uid.zero?
 
-  def settings
+  def settings(listen)
     <<~CONF
       # PostgresCluster's (examples/support/postgres_cluster.rb)
-      listen_addresses = '127.0.0.1'
+      listen_addresses = '#{["127.0.0.1", *listen].join(", ")}'
       port = #{port}
       unix_socket_directories = '#{dir}'
       fsync = on
