@@ -89,4 +89,18 @@ class StoreFenceTest < Minitest::Test
     error = assert_raises(LeaseMachines::Fenced) { @store.fenced(resource: R, token: lease.token, now: 101.0) { flunk } }
     assert_equal :expired, error.reason, "101.0 is behind the 120.0 this resource saw: read as 120.0"
   end
+
+  def test_statements_given_up_front_run_with_the_check_and_the_mark
+    token = @store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0).lease.token
+    rows = @store.fenced(resource: R, token: token, now: 1.0,
+                         statements: [["INSERT INTO report VALUES (?)", [token]], ["SELECT token FROM report", []]])
+    assert_equal [[], [[token]]], rows
+    assert_equal token, @store.fence_highest(resource: R)
+    @store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0)
+    error = assert_raises(LeaseMachines::Fenced) do
+      @store.fenced(resource: R, token: token, now: 41.0, statements: [["INSERT INTO report VALUES (?)", [token]]])
+    end
+    assert_equal :stale_token, error.reason
+    assert_equal [token], written
+  end
 end

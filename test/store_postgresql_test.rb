@@ -147,6 +147,26 @@ class StorePostgreSQLTest < Minitest::Test
     assert_equal [["3"], ["3"]], conn.exec("SELECT token FROM report").values
   end
 
+  def test_statements_given_up_front_make_the_whole_fenced_write_two_round_trips
+    conn = connection
+    conn.singleton_class.prepend(RoundTrips)
+    store = open_store(conn)
+    conn.exec("CREATE TABLE report (line text, token bigint)")
+    token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
+    conn.round_trips = 0
+    statements = [["INSERT INTO report VALUES ($1, $2)", ["header", token]],
+                  ["INSERT INTO report VALUES ($1, $2) RETURNING line", ["totals", token]]]
+    assert_equal [[], [["totals"]]], store.fenced(resource: R, token: token, statements: statements)
+    assert_equal 2, conn.round_trips
+    assert_equal token, store.fence_highest(resource: R)
+    store.acquire(resource: R, owner: 8, ttl: 30.0, now: server_now + 60)
+    error = assert_raises(LeaseMachines::Fenced) { store.fenced(resource: R, token: token, statements: statements) }
+    assert_equal :stale_token, error.reason
+    assert_equal 2, conn.exec("SELECT count(*) FROM report").getvalue(0, 0).to_i, "the refused statements never ran"
+    assert_raises(TypeError) { store.fenced(resource: R, token: token, statements: [["SELECT 1"]]) }
+    assert_raises(ArgumentError) { store.fenced(resource: R, token: token, statements: []) { nil } }
+  end
+
   def test_each_request_makes_one_native_decision_call
     store = open_store
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)

@@ -144,8 +144,20 @@ module LeaseMachines
     # never issued for +resource+ (above its high-water, or for a resource never granted). Whatever leaves the block
     # other than its return (an exception of any class, +throw+, +break+, an interrupt) rolls its writes back and
     # goes on unchanged. Returns the block's value once committed.
-    def fenced(resource:, token:, now: nil)
-      raise ArgumentError, "fenced needs a block: the write it protects" unless block_given?
+    #
+    # Instead of a block, +statements:+ (an Array of [sql, binds] pairs, binds an Array) gives the protected
+    # statements up front: they run after the check, with the mark and the commit, and their rows come back (an
+    # Array of rows per statement, each row an Array). On PostgreSQL they travel in the transaction's last round
+    # trip, so the whole fenced write is two round trips, whatever the number of statements. They must not end the
+    # transaction themselves.
+    def fenced(resource:, token:, now: nil, statements: nil)
+      if statements.nil?
+        raise ArgumentError, "fenced needs a block (the write it protects) or statements:" unless block_given?
+      elsif block_given?
+        raise ArgumentError, "fenced takes a block or statements:, not both"
+      else
+        statements = Store.statements(statements)
+      end
 
       name = resource_name(resource)
       critical do
@@ -167,11 +179,12 @@ module LeaseMachines
           admit(name, row, highest, token, instant(now, at))
           @deciding = false
           @in_block = true if held
-          result = Thread.handle_interrupt(Object => :immediate) { yield @adapter.connection }
+          result = Thread.handle_interrupt(Object => :immediate) { yield @adapter.connection } unless statements
           @in_block = false if held
           ended_by_block! unless storage { @adapter.in_transaction? }
           begin
-            @adapter.close_fence(name, token, savepoint: savepoint)
+            rows = @adapter.close_fence(name, token, savepoint: savepoint, statements: statements || [])
+            result = rows if statements
           rescue *@adapter.class.errors => e
             ended_by_block! if savepoint && @adapter.savepoint_gone?(e)
             raise storage_error(e)
@@ -188,6 +201,20 @@ module LeaseMachines
           end_claim(committed: done) if held
         end
       end
+    end
+
+    # +statements+ checked: an Array of [sql (String), binds (Array)] pairs, frozen. Raises TypeError otherwise.
+    def self.statements(statements)
+      unless Array === statements && statements.all? { |pair| Array === pair && pair.size == 2 }
+        raise TypeError, "statements must be an Array of [sql, binds] pairs, got #{shown(statements)}"
+      end
+
+      statements.map do |sql, binds|
+        raise TypeError, "a statement's sql must be a String, got #{shown(sql)}" unless String === sql
+        raise TypeError, "a statement's binds must be an Array, got #{shown(binds)}" unless Array === binds
+
+        [sql, binds].freeze
+      end.freeze
     end
 
     # +value+ as messages show it: the extension's bounded inspect, safe for a BasicObject or a raising #inspect.

@@ -197,14 +197,16 @@ module LeaseMachines
 
       # One round trip: the fence mark of +resource+ raised to +token+, and the fenced write's transaction ended:
       # its savepoint released (the lock timeout it replaced restored), or the store's own committed.
-      def close_fence(resource, token, savepoint:)
-        statements = [[WRITE_FENCE, [resource, token]]]
-        if savepoint
-          finish(statements + [[RESTORE_LOCK_TIMEOUT, [@kept_timeouts.delete(savepoint)]],
-                               ["RELEASE SAVEPOINT #{savepoint}"]])
-        else
-          finish(statements << ["COMMIT"])
-        end
+      # The protected +statements+ ([sql, binds] pairs given up front) run first, in the same round trip; their rows
+      # come back.
+      def close_fence(resource, token, savepoint:, statements: [])
+        ending = [[WRITE_FENCE, [resource, token]]]
+        ending += if savepoint
+                    [[RESTORE_LOCK_TIMEOUT, [@kept_timeouts.delete(savepoint)]], ["RELEASE SAVEPOINT #{savepoint}"]]
+                  else
+                    [["COMMIT"]]
+                  end
+        finish(statements + ending).first(statements.size).map(&:values)
       end
 
       # Whether +error+ (from #close_fence) says the savepoint is gone.

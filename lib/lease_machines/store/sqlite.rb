@@ -170,9 +170,12 @@ module LeaseMachines
 
       # Raises the fence mark of +resource+ to +token+ and ends the fenced write's transaction: releases its
       # savepoint, or commits the store's own.
-      def close_fence(resource, token, savepoint:)
+      # The protected +statements+ ([sql, binds] pairs given up front) run first; their rows come back.
+      def close_fence(resource, token, savepoint:, statements: [])
+        results = statements.map { |sql, binds| rows(sql, *binds) }
         step(WRITE_FENCE, resource, token)
         @connection.execute(savepoint ? "RELEASE #{savepoint}" : "COMMIT")
+        results
       end
 
       # Whether +error+ (from #close_fence) says the savepoint is gone: released, or rolled back to an outer one,
