@@ -328,7 +328,7 @@ class StoreInputsTest < Minitest::Test
   def test_fenced_needs_a_block
     ill_typed!
     error = assert_raises(ArgumentError) { @store.fenced(resource: R, token: 1) }
-    assert_equal "fenced needs a block: the write it protects", error.message
+    assert_equal "fenced needs a block (the write it protects) or statements:", error.message
   end
 
   def test_a_fence_mark_above_the_last_token_issued_and_tokens_ahead_of_revisions_are_corrupt
