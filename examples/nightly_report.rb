@@ -1,8 +1,9 @@
 # frozen_string_literal: true
 
 # The nightly report, with real Rails jobs. N worker processes each perform NightlyReportJob for the same account
-# through ActiveJob (the :async adapter: real threads, retries scheduled) on one SQLite database, where the
-# application's tables and the lease store's live side by side. The job declares
+# through ActiveJob (the :async adapter: real threads, retries scheduled) on one database, SQLite or PostgreSQL
+# (--postgres: a throwaway server, or --database postgresql://...), where the application's tables and the lease
+# store's live side by side. The job declares
 #
 #   holds_lease key: ->(account, _worker) { account }, on_conflict: :retry, ...
 #
@@ -10,7 +11,8 @@
 # SIGSTOP (a stop-the-world pause; the renewer thread stops with it) right after the lease said it was held, and the
 # parent resumes it with SIGCONT after longer than the TTL. Meanwhile the lease ran out and a successor took over and
 # wrote. Worker 7, unaware, writes its next line with its old token: the fence refuses it, the transaction rolls
-# back, and the job sees LeaseMachines::LeaseLost.
+# back, and the job sees LeaseMachines::LeaseLost. On PostgreSQL the fence runs in the job's own ActiveRecord
+# transaction (the store's check under a savepoint), and the store decides on the server's clock.
 #
 # The run prints a timeline and a verdict read back from the database, and exits 1 if a stale write landed or two
 # jobs' lines interleaved, 2 when inconclusive or for a usage error (one line on stderr).
@@ -24,7 +26,7 @@ def number(text, range, must) = CommandLine.number(text, range, must)
 MAX_TTL = 5.0
 MAX_PAUSE = 30.0
 
-options = { workers: 3, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true }
+options = { workers: 3, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true, postgres: false }
 # Without OptionParser's own --version and --*-completion-* options (which print and exit with status 1 or 0).
 parser = OptionParser.new.tap { _1.base.long.clear }
 parser.banner = "Usage: bin/nightly-report [options]"
@@ -45,8 +47,12 @@ end
 parser.on("--lines N", "report lines each job writes (3 to 20, default 5)") do
   options[:lines] = number(_1, 3..20, "a whole number from 3 to 20")
 end
-parser.on("--database PATH", "SQLite file, kept (default: a temporary file, removed after the run)") do
+parser.on("--database PATH|URL", "SQLite file, kept (default: a temporary file, removed after the run), or a " \
+                                 "postgresql:// URL") do
   options[:database] = _1
+end
+parser.on("--postgres", "on PostgreSQL (a throwaway server under tmp/, without a --database URL)") do
+  options[:postgres] = true
 end
 parser.on("--without-fence", "write without lease.fenced, to see the stale write land (the verdict fails)") do
   options[:fence] = false
@@ -55,6 +61,16 @@ CommandLine.parse("nightly-report", parser, ARGV)
 options[:pause] ||= options[:ttl] * 2.5
 unless options[:pause] > options[:ttl]
   usage_error("--pause #{options[:pause]} must exceed --ttl #{options[:ttl]}, or nothing happens")
+end
+require_relative "support/postgres_cluster"
+url = options[:database] if options[:database]&.match?(%r{\Apostgres(?:ql)?://}i)
+if options[:postgres] && options[:database] && !url
+  usage_error("--postgres takes a postgresql:// URL as --database, not #{options[:database].inspect}")
+end
+POSTGRES = options[:postgres] || !url.nil?
+if POSTGRES
+  reason = url ? PostgresCluster.pg_unavailable_reason : PostgresCluster.unavailable_reason
+  usage_error("#{url ? "--database #{url}" : "--postgres"} needs PostgreSQL, and #{reason}") if reason
 end
 
 require "fileutils"
@@ -67,11 +83,17 @@ WORKER_IDS = [7, 12, 19, 23, 31, 42, 55, 64].first(options[:workers])
 STALLED_LINE = 3
 OPTIONS = options.freeze
 PARENT = Process.pid
-# A temporary directory for the default database, removed at the end; none for the --database the user named.
-SCRATCH = options[:database] ? nil : Dir.mktmpdir("nightly-report")
-at_exit { FileUtils.remove_entry(SCRATCH) if SCRATCH && Process.pid == PARENT }
-DATABASE = options[:database] || File.join(SCRATCH, "app.sqlite3")
 STARTED = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+# The database: the --database the user named (kept), a throwaway PostgreSQL server under the checkout's tmp/, or a
+# temporary SQLite file; the last two are removed at the end.
+if POSTGRES && !url
+  cluster = PostgresCluster.new.start(dir: File.expand_path("../tmp/nightly-report-#{PARENT}", __dir__))
+  at_exit { cluster.destroy if Process.pid == PARENT }
+  url = cluster.url
+end
+SCRATCH = options[:database] || POSTGRES ? nil : Dir.mktmpdir("nightly-report")
+at_exit { FileUtils.remove_entry(SCRATCH) if SCRATCH && Process.pid == PARENT }
+DATABASE = url || options[:database] || File.join(SCRATCH, "app.sqlite3")
 
 def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
@@ -85,9 +107,13 @@ def say(who, message, at: now)
 end
 
 # Fenced writes take SQLite's write lock at BEGIN (default_transaction_mode: :immediate), so that a transaction
-# that read first never fails to write later.
-def connect = ActiveRecord::Base.establish_connection(adapter: "sqlite3", database: DATABASE, timeout: 5_000,
-                                                      default_transaction_mode: :immediate)
+# that read first never fails to write later. PostgreSQL locks rows: its URL is all ActiveRecord needs.
+def connect
+  return ActiveRecord::Base.establish_connection(DATABASE) if POSTGRES
+
+  ActiveRecord::Base.establish_connection(adapter: "sqlite3", database: DATABASE, timeout: 5_000,
+                                          default_transaction_mode: :immediate)
+end
 
 # What a Rails application's railties do: records are job arguments by their GlobalID
 # ("gid://nightly-report/Account/1").
@@ -156,6 +182,16 @@ class NightlyReportJob < ActiveJob::Base
   end
 end
 
+# The lease store's tables, in the application's database: the fence checks the tokens the store issued. A database
+# the store cannot open (no server there, tables of another kind) is a usage error.
+begin
+  setup = LeaseMachines::Store.new(DATABASE)
+rescue LeaseMachines::StoreError => e
+  usage_error(e.message)
+end
+shown = setup.path # a PostgreSQL URL without its password
+shown += " (a throwaway server)" if cluster
+setup.close
 connect
 ActiveRecord::Migration.verbose = false
 ActiveRecord::Schema.define do
@@ -175,10 +211,8 @@ ActiveRecord::Schema.define do
   end
 end
 account = Account.create!(name: "Acme")
-# The lease store's tables, in the application's database: the fence checks the tokens the store issued.
-LeaseMachines::Store.new(DATABASE).close
-ActiveRecord::Base.connection_handler.clear_all_connections! # no SQLite connection crosses a fork
-say("run", "#{options[:workers]} workers, ttl #{options[:ttl]}s, worker 7 stalls #{options[:pause]}s; #{DATABASE}")
+ActiveRecord::Base.connection_handler.clear_all_connections! # no SQLite or PostgreSQL connection crosses a fork
+say("run", "#{options[:workers]} workers, ttl #{options[:ttl]}s, worker 7 stalls #{options[:pause]}s; #{shown}")
 
 # One worker process: a Rails job worker with its own connections and lease renewer (started again after fork).
 work = lambda do |worker|

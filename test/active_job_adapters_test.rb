@@ -51,3 +51,6 @@ class ActiveJobAdaptersTest < Minitest::Test
     job&.queue_adapter&.shutdown
   end
 end
+
+# On PostgreSQL the async jobs' store is on the server's clock (Store.new(url) has none of its own).
+LeaseMachines::ActiveJobSupport.on_postgresql(ActiveJobAdaptersTest)

@@ -2,8 +2,9 @@
 
 require "active_job_support"
 
-# lease.fenced on ActiveRecord's own SQLite connection: the fence raised as the transaction's first statement, through
-# the store's rule; a stale token rolls the whole transaction back, jobs enqueued in it included.
+# lease.fenced on ActiveRecord's own connection, SQLite's and (ActiveJobFencedWritePostgreSQLTest) PostgreSQL's: the
+# fence raised as the transaction's first statement, through the store's rule; a stale token rolls the whole
+# transaction back, jobs enqueued in it included.
 class ActiveJobFencedWriteTest < Minitest::Test
   include LeaseMachines::ActiveJobSupport
   include ActiveJob::TestHelper if LEASE_MACHINES_RAILS
@@ -43,7 +44,7 @@ class ActiveJobFencedWriteTest < Minitest::Test
       clock.advance(31.0) # the job stalls past its TTL; a successor takes over and writes through the fence
       successor = other_store.acquire(resource: resource, owner: 999, ttl: 30.0)
       other_store.fenced(resource: resource, token: successor.lease.token) do |db|
-        db.execute("INSERT INTO reports (body, token) VALUES ('successor', ?)", [successor.lease.token])
+        insert_report(db, "successor", successor.lease.token)
       end
       refused = assert_raises(LeaseMachines::Fenced) do
         Report.transaction do
@@ -127,5 +128,29 @@ class ActiveJobFencedWriteTest < Minitest::Test
     assert_nil other_store.fence_highest(resource: resource)
     event = events_named(:fenced_write).fetch(0)
     assert_equal [["IOError", "disk full"], nil], [event[:exception], event[:outcome]]
+  end
+end
+
+LeaseMachines::ActiveJobSupport.on_postgresql(ActiveJobFencedWriteTest) do
+  # Store#fenced joins the application's transaction under a savepoint: the check, the write and the mark are in it.
+  def test_on_postgresql_the_fenced_write_is_in_the_applications_own_transaction
+    inside = nil
+    writer_job do |job|
+      Report.transaction do
+        Report.create!(body: "summary", token: job.lease.token)
+        outside = Report.connection.select_value("SELECT txid_current()")
+        job.lease.fenced do |connection|
+          inside = [outside, connection.select_value("SELECT txid_current()"),
+                    connection.raw_connection.transaction_status == PG::PQTRANS_INTRANS]
+          Report.create!(body: "fenced", token: job.lease.token)
+        end
+        raise ActiveRecord::Rollback
+      end
+    end.perform_now("acme")
+
+    assert_equal inside[0], inside[1], "one transaction"
+    assert inside[2]
+    assert_equal 0, Report.count, "the application's rollback took the fenced write with it"
+    assert_nil other_store.fence_highest(resource: resource), "and the fence's mark"
   end
 end

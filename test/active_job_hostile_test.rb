@@ -212,3 +212,62 @@ class ActiveJobHostileTest < Minitest::Test
     LeaseMachines::ActiveJob.store&.close if LeaseMachines::ActiveJob.store.is_a?(LeaseMachines::Store)
   end
 end
+
+# On PostgreSQL, but the tests of SQLite's own locking (one writer; its PRAGMAs).
+LeaseMachines::ActiveJobSupport.on_postgresql(
+  ActiveJobHostileTest, except: %i[test_an_interrupt_while_the_grant_commits_still_releases_the_lease
+                                   test_a_job_performed_inside_an_open_transaction_says_what_to_do_at_once
+                                   test_the_applications_connection_keeps_its_settings]
+) do
+  def fenced_job = body_job { |job| job.lease.fenced { Report.create!(body: "fenced", token: job.lease.token) } }
+
+  def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+  # PostgreSQL locks rows: the job runs beside the open transaction. Its fenced write joins it and holds the lease's
+  # row until it commits, so the lease is released then (at once, not after a lock timeout), and the same key's next
+  # job in that transaction is refused at once.
+  def test_a_job_performed_inside_an_open_transaction_runs_and_its_lease_is_released_when_it_commits
+    job = fenced_job
+    started = monotonic
+    Report.transaction do
+      Report.create!(body: "before the job")
+      job.perform_now("acme")
+      assert_empty events_named(:release), "not while the transaction holds the lease's row"
+      error = assert_raises(LeaseMachines::StoreError) { job.perform_now("acme") }
+      assert_match(/#{resource}: this thread has a transaction open that holds the lease's row on PostgreSQL/,
+                   error.message)
+    end
+
+    assert_operator monotonic - started, :<, 1.0, "no lock timeout"
+    assert_equal [[:released, 1]], events_named(:release).map { _1.values_at(:status, :token) }
+    assert_nil other_store.checkpoint(resource: resource).lease
+    assert_equal ["before the job", "fenced"], Report.order(:id).pluck(:body)
+    assert_equal 1, other_store.fence_highest(resource: resource)
+  end
+
+  # A transactional test's transaction is not joinable: the fenced write runs in a savepoint under it, whose commit
+  # callbacks ActiveRecord runs when it is released. The row stays locked until the test's transaction rolls back.
+  def test_a_job_in_a_transactional_test_is_released_when_the_tests_transaction_rolls_back
+    connection = ActiveRecord::Base.lease_connection
+    connection.begin_transaction(joinable: false, _lazy: false) # as ActiveRecord::TestFixtures opens it
+    started = monotonic
+    fenced_job.perform_now("acme")
+    assert_empty events_named(:release)
+    assert_equal [true], events_named(:fenced_write).map { _1[:committed] }, "its savepoint was released"
+    connection.rollback_transaction
+
+    assert_operator monotonic - started, :<, 1.0, "no lock timeout"
+    assert_equal [:released], events_named(:release).map { _1[:status] }
+    assert_nil other_store.checkpoint(resource: resource).lease
+    assert_equal 0, Report.count
+    assert_nil other_store.fence_highest(resource: resource), "the mark rolled back with the write"
+  end
+
+  # Without an open transaction around the job, nothing waits: the release is at the job's end.
+  def test_a_job_released_at_its_end_when_its_fenced_write_committed
+    fenced_job.perform_now("acme")
+
+    assert_equal [:released], events_named(:release).map { _1[:status] }
+    assert_equal ["fenced"], Report.pluck(:body)
+  end
+end

@@ -2,7 +2,8 @@
 
 require "active_job_support"
 
-# holds_lease with ActiveJob's :test adapter on SQLite: the lease a perform holds, what its body sees, and how it ends.
+# holds_lease with ActiveJob's :test adapter on SQLite and (ActiveJobLeasePostgreSQLTest) PostgreSQL: the lease a
+# perform holds, what its body sees, and how it ends.
 class ActiveJobLeaseTest < Minitest::Test
   include LeaseMachines::ActiveJobSupport
   include ActiveJob::TestHelper if LEASE_MACHINES_RAILS
@@ -190,3 +191,5 @@ class ActiveJobLeaseTest < Minitest::Test
     assert_nil report_job.new("acme").lease
   end
 end
+
+LeaseMachines::ActiveJobSupport.on_postgresql(ActiveJobLeaseTest)

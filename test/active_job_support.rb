@@ -22,11 +22,48 @@ if LEASE_MACHINES_RAILS
 end
 
 module LeaseMachines
-  # What the ActiveJob tests share: a SQLite database per test (the lease store's tables and the app's, in one file,
-  # through ActiveRecord's sqlite3 adapter), one injected clock for the store and the holders, renewals by hand, and
-  # every lease_machines event recorded.
+  # What the ActiveJob tests share: a database per test (the lease store's tables and the app's side by side, reached
+  # through ActiveRecord's own adapter: a SQLite file, or with OnPostgreSQL a database in the suite's PostgreSQL
+  # cluster), one injected clock for the store and the holders, renewals by hand, and every lease_machines event
+  # recorded.
   module ActiveJobSupport
     include TestSupport
+
+    # Defines +base+'s twin on PostgreSQL: a subclass named like it ("...PostgreSQLTest") that runs its tests but
+    # +except+ (the ones only SQLite has a reason for) on PostgreSQL, and the tests the block defines.
+    def self.on_postgresql(base, except: [], &body)
+      twin = Class.new(base) { include OnPostgreSQL }
+      except.each { twin.send(:undef_method, _1) }
+      twin.class_eval(&body) if body
+      Object.const_set(base.name.sub(/Test\z/, "PostgreSQLTest"), twin)
+    end
+
+    # The tests on PostgreSQL: a database of the test class's own in the suite's cluster (created once per class),
+    # its public schema made again for every test; skipped where there is no PostgreSQL.
+    module OnPostgreSQL
+      DATABASES = {}
+      EMPTY = "SET client_min_messages = warning; DROP SCHEMA public CASCADE; CREATE SCHEMA public"
+      LOCK = Thread::Mutex.new
+
+      # The URL of the class's database, emptied: the lease store's tables are created by the store at its first use,
+      # as the install generator's migration would.
+      def connect_database
+        cluster = require_postgres!
+        require "pg"
+        url = LOCK.synchronize do
+          DATABASES[self.class] ||= begin
+            name = "lm_#{self.class.name.gsub(/(?<=[a-z])(?=[A-Z])/, "_").downcase}"
+            PG.connect(cluster.url) { _1.exec("CREATE DATABASE #{name}") }
+            cluster.url.sub(%r{/postgres\z}, "/#{name}")
+          end
+        end
+        PG.connect(url) { _1.exec(EMPTY) }
+        ActiveRecord::Base.establish_connection("#{url}?min_messages=error") # not the server's WARNINGs on stderr
+        url
+      end
+
+      def postgresql? = true
+    end
 
     # A clock the test moves: Float seconds.
     class Clock
@@ -50,19 +87,16 @@ module LeaseMachines
       end
     end
 
+    # The database: the SQLite file's path, or the PostgreSQL database's URL (Store.new takes either).
     attr_reader :clock, :path, :events, :errors
 
     def setup
       super
       skip "ActiveJob, ActiveRecord or sqlite3 is not installed for this Ruby" unless LEASE_MACHINES_RAILS
-      @path = File.join(scratch_dir("lm-active-job"), "app.sqlite3")
       @clock = Clock.new
       LeaseMachines::ActiveJob.renewer.stop # a background renewer left by another file (the README's examples)
-      # Fenced writes take the write lock at BEGIN: a deferred transaction that read first can fail with "database is
-      # locked" (SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out) when another connection wrote in between.
-      # A busy timeout, as Rails' own database.yml sets one: the store leaves the application's connection as it is.
-      ActiveRecord::Base.establish_connection(adapter: "sqlite3", database: @path, default_transaction_mode: :immediate,
-                                              timeout: 5_000)
+      @path = connect_database
+      [Account, Report].each(&:reset_column_information) # the tables of another test, perhaps on another database
       ActiveRecord::Schema.define do
         create_table(:accounts) { |t| t.string :name }
         create_table(:reports) { |t| t.string :body; t.integer :token }
@@ -86,10 +120,31 @@ module LeaseMachines
       ::ActiveJob::Base.queue_adapter = :test
     end
 
+    # ActiveRecord's connection to a new SQLite file; returns its path. Fenced writes take the write lock at BEGIN: a
+    # deferred transaction that read first can fail with "database is locked" (SQLITE_BUSY_SNAPSHOT, which no busy
+    # timeout waits out) when another connection wrote in between. A busy timeout, as Rails' own database.yml sets
+    # one: the store leaves the application's connection as it is.
+    def connect_database
+      path = File.join(scratch_dir("lm-active-job"), "app.sqlite3")
+      ActiveRecord::Base.establish_connection(adapter: "sqlite3", database: path, default_transaction_mode: :immediate,
+                                              timeout: 5_000)
+      path
+    end
+
+    def postgresql? = false
+
+    # Inserts a report through +db+, the driver's connection a store's fenced yields (SQLite3::Database or
+    # PG::Connection), as another process's fenced write would.
+    def insert_report(db, body, token)
+      return db.execute("INSERT INTO reports (body, token) VALUES (?, ?)", [body, token]) unless postgresql?
+
+      db.exec_params("INSERT INTO reports (body, token) VALUES ($1, $2)", [body, token])
+    end
+
     def teardown
       return super unless LEASE_MACHINES_RAILS
 
-      ActiveSupport::Notifications.unsubscribe(@subscription)
+      ActiveSupport::Notifications.unsubscribe(@subscription) if @subscription
       LeaseMachines::ActiveJob.renewer.stop
       LeaseMachines::ActiveJob.store = nil # closes the stores the factory opened
       @other_store&.close

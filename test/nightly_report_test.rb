@@ -2,11 +2,12 @@
 
 require "test_helper"
 require "open3"
+require "securerandom"
 
-# bin/nightly-report as a user runs it: real ActiveJob workers in separate processes, one SQLite database. Worker 7's
-# job stalls past its TTL, a successor takes over, and the stalled job's late write is refused by the fence (the job
-# then sees LeaseLost); without the fence the same story ends with the stale line in the report and a failing
-# verdict.
+# bin/nightly-report as a user runs it: real ActiveJob workers in separate processes, one SQLite or PostgreSQL
+# database. Worker 7's job stalls past its TTL, a successor takes over, and the stalled job's late write is refused by
+# the fence (the job then sees LeaseLost); without the fence the same story ends with the stale line in the report
+# and a failing verdict.
 class NightlyReportTest < Minitest::Test
   COMMAND = File.expand_path("../bin/nightly-report", __dir__)
 
@@ -58,6 +59,36 @@ class NightlyReportTest < Minitest::Test
     db&.close
   end
 
+  # --postgres: the same story on a throwaway PostgreSQL server of its own under tmp/, removed after the run.
+  def test_on_postgresql_the_stalled_jobs_late_write_is_refused_and_the_job_sees_lease_lost
+    require_postgres!
+    output, status = Open3.capture2e(COMMAND, "--postgres", "--workers", "3", "--ttl", "0.6", "--pause", "2")
+    assert status.success?, output
+    assert_match(%r{run\s+3 workers, .*; postgresql://postgres@127\.0\.0\.1:\d+/postgres \(a throwaway server\)$}, output)
+    assert_match(/worker 7\s+stalls before writing line 3 \(SIGSTOP\), still holding token 1$/, output)
+    assert_match(/worker 7\s+REFUSED: token 1 is older than the fence's [23]; line 3 rolled back$/, output)
+    assert_match(/worker 7\s+LeaseLost \(lost\): stops without writing more$/, output)
+    assert_match(/^report lines in commit order, by token: 1x2 2x5 3x5$/, output)
+    assert_match(/^stale writes landed: 0; jobs interleaved: 0; workers failed: 0$/, output)
+    assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
+    assert_empty Dir[File.expand_path("../tmp/nightly-report-*", __dir__)], "the throwaway server is gone"
+  end
+
+  # --database postgresql://...: the user's database, kept; without the fence the stale line lands there.
+  def test_on_a_postgresql_database_without_the_fence_the_stale_write_lands_and_is_kept
+    cluster = require_postgres!
+    require "pg"
+    database = "lm_nightly_#{SecureRandom.hex(4)}"
+    PG.connect(cluster.url) { _1.exec("CREATE DATABASE #{database}") }
+    url = cluster.url.sub(%r{/postgres\z}, "/#{database}")
+    output, status = Open3.capture2e(COMMAND, "--workers", "2", "--ttl", "0.6", "--database", url, "--without-fence")
+    assert_equal 1, status.exitstatus, output
+    assert_match(/worker 7\s+wrote line 3 with token 1$/, output)
+    assert_match(/^VERDICT: UNSAFE$/, output)
+    landed = PG.connect(url) { _1.exec("SELECT worker, token FROM report_lines WHERE line = 3 ORDER BY id").values }
+    assert_equal [%w[7 1]], landed.select { _1.first == "7" }, "the stale line is in the kept database"
+  end
+
   # A usage error is one line on stderr, nothing on stdout, and exit status 2 (1 is the unsafe verdict's).
   def test_usage_errors_are_one_line_on_stderr_and_exit_2
     {
@@ -71,6 +102,7 @@ class NightlyReportTest < Minitest::Test
       %w[--pause 0.5 --ttl 1] => "--pause 0.5 must exceed --ttl 1.0, or nothing happens",
       %w[--ttl] => "missing argument: --ttl",
       %w[--databse x.sqlite3] => "invalid option: --databse (did you mean --database?)",
+      %w[--postgres --database x.sqlite3] => "--postgres takes a postgresql:// URL as --database, not \"x.sqlite3\"",
       %w[--version] => "invalid option: --version",
       %w[--workers 3 extra] => "unexpected argument \"extra\" (it takes options only)"
     }.then { assert_usage_errors(COMMAND, "nightly-report", _1) }
@@ -78,5 +110,6 @@ class NightlyReportTest < Minitest::Test
     assert_equal [0, ""], [status.exitstatus, errors]
     assert_match(/\AUsage: bin\/nightly-report \[options\]$/, output)
     assert_match(/^Exit status: 0 safe, 1 unsafe, 2 inconclusive or a usage error\.$/, output)
+    assert_match(/^\s+--postgres\s+on PostgreSQL/, output)
   end
 end

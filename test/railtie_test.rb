@@ -4,6 +4,7 @@ require "test_helper"
 require "fileutils"
 require "json"
 require "open3"
+require "securerandom"
 
 # The Railtie and the install generator, in a tiny Rails application (test/dummy, copied for each test): the
 # generator writes the migration of the lease store's tables, db:migrate creates them in the application's own
@@ -26,6 +27,11 @@ class RailtieTest < Minitest::Test
     FileUtils.cp_r(DUMMY, @app)
   end
 
+  def teardown
+    PG.connect(@cluster.url) { _1.exec("DROP DATABASE IF EXISTS #{@database} WITH (FORCE)") } if @database
+    super
+  end
+
   def test_the_generator_writes_the_migration_and_a_job_holds_its_lease_in_the_application_database
     output = rails("generate", "lease_machines:install")
     assert_match(%r{create\s+db/migrate/\d{14}_create_lease_machines_tables\.rb}, output)
@@ -42,28 +48,76 @@ class RailtieTest < Minitest::Test
     assert tables.all? { |_, sql| sql.rstrip.end_with?(") STRICT") }, "the migration keeps the store's STRICT tables"
 
     facts = JSON.parse(rails("runner", "script/nightly_report.rb").lines.last)
-    assert_equal true, facts["included"], "the Railtie includes LeaseMachines::ActiveJob in ActiveJob::Base"
-    assert_equal 30.0, facts["default_ttl"]
-    assert_equal 30.0, facts["ttl"], "holds_lease without ttl: takes config.lease_machines.default_ttl"
-    assert_equal true, facts["executor"], "the renewer runs in the application's executor"
-    assert_equal "ApplicationRecord", facts["fence_record"], "set in config.to_prepare"
-    assert_equal true, facts["default_store"], "the application's own database"
-    assert_equal [[1, "totals for Acme"]], facts["report"]
-    resource = "NightlyReportJob:Account/1"
-    assert_equal [[resource, nil, nil]], facts["leases"], "the lease was taken, then released, in the app's database"
-    assert_equal [[resource, 1]], facts["fences"], "the write went through the fence, with token 1"
-    assert_equal ["released"], facts["released"]
+    assert_jobs_ran(facts, "sqlite")
+    assert_equal [File.join(@app, "db/test.sqlite3"), false], [facts["store"][2], facts["store"][1]],
+                 "the application's SQLite file, on the machine's wall clock"
 
     rails("db:rollback")
     assert_empty sqlite("SELECT name FROM sqlite_master WHERE name LIKE 'lease_machines_%'")
   end
 
+  # On PostgreSQL (DATABASE_URL, a database of its own in the suite's cluster): the generator writes the PostgreSQL
+  # schema, the default store opens a connection of its own to the application's database (on the server's clock),
+  # and the fence runs on ActiveRecord's own connection, in the application's transaction.
+  def test_on_postgresql_the_generator_writes_its_schema_and_a_job_holds_its_lease_in_the_application_database
+    env = { "DATABASE_URL" => postgres_database }
+    output = rails("generate", "lease_machines:install", env: env)
+    assert_equal %w[create warning create], output.lines.map { _1.split.first }, output
+    assert_match(/warning\s+db\/schema\.rb and db\/structure\.sql keep no rows: /, output)
+    migration = File.read(Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")].fetch(0))
+    assert_includes migration,
+                    "      INSERT INTO lease_machines_schema (id, format) VALUES (1, 1) ON CONFLICT (id) DO NOTHING\n"
+    assert_includes migration, "      CREATE TABLE IF NOT EXISTS lease_machines_leases (\n        resource    text "
+    assert_includes migration, "      CREATE TABLE IF NOT EXISTS lease_machines_fences (\n        resource text   "
+    refute_includes migration, "STRICT"
+
+    rails("db:migrate", env: env)
+    assert_equal %w[lease_machines_fences lease_machines_leases lease_machines_schema], postgres_tables
+    assert_equal [["1"]], postgres("SELECT format FROM lease_machines_schema").values
+
+    facts = JSON.parse(rails("runner", "script/nightly_report.rb", env: env).lines.last)
+    assert_jobs_ran(facts, "postgresql")
+    assert_equal [true, "postgresql://postgres@127.0.0.1:#{@cluster.port}/#{@database}"],
+                 [facts["store"][1], facts["store"][2]], "the server's clock, on a connection of the store's own"
+
+    rails("db:rollback", env: env)
+    assert_empty postgres_tables
+  end
+
+  # The default store on PostgreSQL reaches the application's database as ActiveRecord does: here over the Unix
+  # socket, in the schema that schema_search_path names, where the store creates its tables at first use (without the
+  # generator's migration) and the fence finds them.
+  def test_on_postgresql_the_default_store_connects_as_active_record_does
+    postgres("CREATE SCHEMA app")
+    socket = "postgresql:///#{@database}?host=#{CGI.escape(@cluster.dir)}&port=#{@cluster.port}&user=postgres" \
+             "&schema_search_path=app"
+    rails("db:migrate", env: { "DATABASE_URL" => socket })
+    facts = JSON.parse(rails("runner", "script/nightly_report.rb", env: { "DATABASE_URL" => socket }).lines.last)
+    assert_equal [[1, "totals for Acme"]], facts["report"]
+    assert_equal [["NightlyReportJob:Account/1", 1]], facts["fences"]
+    assert_equal "postgresql://postgres@/#{@database}", facts["store"][2], "the host is in the URL's query"
+    assert_equal [%w[app lease_machines_fences], %w[app lease_machines_leases], %w[app lease_machines_schema]],
+                 postgres("SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE " \
+                          "'lease_machines_%' ORDER BY table_name").values
+  end
+
   def test_the_generator_refuses_a_database_the_store_does_not_run_on
-    output, status = rails_status("generate", "lease_machines:install", env: { "DUMMY_ADAPTER" => "postgresql" })
+    output, status = rails_status("generate", "lease_machines:install", env: { "DUMMY_ADAPTER" => "mysql2" })
     assert_match(
-      /lease_machines:install: the lease store runs on SQLite in this release; primary is postgresql in test/, output
+      /lease_machines:install: the lease store runs on SQLite and PostgreSQL; primary is mysql2 in test/, output
     )
     refute status.success?, output
+    assert_empty Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")]
+  end
+
+  # The migration is written for one adapter: SQLite in one environment and PostgreSQL in another would fail there.
+  def test_the_generator_refuses_a_database_of_two_adapters
+    output, status = rails_status("generate", "lease_machines:install",
+                                  env: { "DUMMY_PRODUCTION_ADAPTER" => "postgresql" })
+    refute status.success?, output
+    assert_equal "lease_machines:install: primary is not the same database in every environment (sqlite in test, " \
+                 "postgresql in production), and the migration is written for one; use one adapter in every " \
+                 "environment\n", output
     assert_empty Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")]
   end
 
@@ -114,7 +168,7 @@ class RailtieTest < Minitest::Test
     File.write(initializer, "Rails.application.config.lease_machines = \"x\"\n")
     output, status = rails_status("runner", "1")
     assert_equal 1, status.exitstatus, output
-    assert_includes output, "lease_machines_assigned.rb:1:in '<top (required)>'"
+    assert_match(/lease_machines_assigned\.rb:1:in [`']<top \(required\)>'/, output) # Ruby 3.3's quote, or 3.4's
     assert_includes output.lines.first, "config.lease_machines cannot be set to \"x\": it is lease_machines' " \
                                         "options (an ActiveSupport::OrderedOptions, applied to LeaseMachines::" \
                                         "ActiveJob's configuration); set each option on it, as in " \
@@ -122,7 +176,8 @@ class RailtieTest < Minitest::Test
     File.write(initializer, "Rails.application.config.lease_machines = { default_ttl: 5.0 }\n")
     output, status = rails_status("runner", "1")
     assert_equal 1, status.exitstatus, output
-    assert_includes output.lines.first, "config.lease_machines cannot be set to {default_ttl: 5.0}: it is"
+    shown = { default_ttl: 5.0 }.inspect # this Ruby's Hash#inspect (3.4's differs from 3.3's)
+    assert_includes output.lines.first, "config.lease_machines cannot be set to #{shown}: it is"
     # Its own kind of object replaces it.
     File.write(initializer, "Rails.application.config.lease_machines = " \
                             "ActiveSupport::OrderedOptions[default_ttl: 5.0]\n")
@@ -143,6 +198,46 @@ class RailtieTest < Minitest::Test
   end
 
   private
+
+  # What script/nightly_report.rb found after its two jobs, on either database: NightlyReportJob's lease taken in the
+  # application's database (+adapter+), its write fenced with token 1, the lease released; StaleReportJob's lease
+  # taken over before it wrote, its fenced write refused and its whole transaction rolled back.
+  def assert_jobs_ran(facts, adapter)
+    assert_equal true, facts["included"], "the Railtie includes LeaseMachines::ActiveJob in ActiveJob::Base"
+    assert_equal 30.0, facts["default_ttl"]
+    assert_equal 30.0, facts["ttl"], "holds_lease without ttl: takes config.lease_machines.default_ttl"
+    assert_equal true, facts["executor"], "the renewer runs in the application's executor"
+    assert_equal "ApplicationRecord", facts["fence_record"], "set in config.to_prepare"
+    assert_equal true, facts["default_store"], "the application's own database"
+    assert_equal adapter, facts["store"][0]
+    assert_equal [adapter, true], facts["fence"], "the fence ran on ActiveRecord's own connection"
+    assert_equal [[1, "totals for Acme"]], facts["report"], "nothing of the stale job's transaction landed"
+    assert_equal [["NightlyReportJob:Account/1", nil, nil], ["StaleReportJob:Account/1", 2, 4242]], facts["leases"],
+                 "the lease was taken, then released, in the app's database; the other was taken over"
+    assert_equal [["NightlyReportJob:Account/1", 1]], facts["fences"], "the write went through the fence, with token 1"
+    assert_equal ["stale_token", 1, 2], facts["stale"], "the stale holder was refused before its successor wrote"
+    assert_equal %w[released rejected], facts["released"]
+  end
+
+  # A database of its own for the test in the suite's PostgreSQL cluster (skipped without one): its URL.
+  def postgres_database
+    @cluster = require_postgres!
+    require "pg"
+    require "cgi"
+    @database = "lm_railtie_#{SecureRandom.hex(4)}"
+    PG.connect(@cluster.url) { _1.exec("CREATE DATABASE #{@database}") }
+    "postgresql://postgres@127.0.0.1:#{@cluster.port}/#{@database}"
+  end
+
+  def postgres(sql)
+    postgres_database unless @database
+    PG.connect(@cluster.url.sub(%r{/postgres\z}, "/#{@database}")) { _1.exec(sql) }
+  end
+
+  def postgres_tables
+    postgres("SELECT tablename FROM pg_tables WHERE tablename LIKE 'lease_machines_%' ORDER BY tablename")
+      .column_values(0)
+  end
 
   def rails(*args, env: {})
     output, status = rails_status(*args, env: env)

@@ -12,11 +12,11 @@ module LeaseMachines
   # The options are those of LeaseMachines::ActiveJob::Configuration (store, default_ttl, fence_record, executor,
   # error_handler, renewal, jitter, clock), applied after the application's config/initializers ran (which may also
   # call LeaseMachines::ActiveJob.configure: what they set is kept). Unset, the store is the application's own SQLite
-  # database (the fence record's: the fence checks the tokens the store issued, so the two share one database), whose
-  # tables +bin/rails g lease_machines:install+ migrates, and the executor is the application's, unless code
-  # reloading is on (a pending reload would hold up the renewer, which runs no application code). The renewer's
-  # errors go to Rails.error. config.lease_machines itself is set option by option: assigning it anything but an
-  # ActiveSupport::OrderedOptions (config.lease_machines = "x", or a Hash) raises TypeError.
+  # or PostgreSQL database (the fence record's: the fence checks the tokens the store issued, so the two share one
+  # database), whose tables +bin/rails g lease_machines:install+ migrates, and the executor is the application's,
+  # unless code reloading is on (a pending reload would hold up the renewer, which runs no application code). The
+  # renewer's errors go to Rails.error. config.lease_machines itself is set option by option: assigning it anything
+  # but an ActiveSupport::OrderedOptions (config.lease_machines = "x", or a Hash) raises TypeError.
   class Railtie < ::Rails::Railtie
     # +options+, when it is config.lease_machines' kind of object (an ActiveSupport::OrderedOptions); otherwise a
     # TypeError that says what config.lease_machines is and how its options are set.
@@ -42,22 +42,60 @@ module LeaseMachines
 
     config.lease_machines = ActiveSupport::OrderedOptions.new
 
-    # Opens a Store on the fence record's database: the application's, when it is SQLite.
-    APPLICATION_DATABASE = lambda do
+    # Opens a Store on the fence record's database, the application's own: its SQLite file, or on PostgreSQL a
+    # connection of the store's own (never one of ActiveRecord's: the renewer's thread must not share a job's).
+    APPLICATION_DATABASE = -> { LeaseMachines::Store.new(Railtie.application_database) }
+
+    # What the default store opens: the fence record's database, as a SQLite path or a postgresql:// URL. Raises
+    # ArgumentError for another adapter, or an SQLite database the store cannot open by path.
+    def self.application_database
       record = LeaseMachines::ActiveJob.configuration.fence_record!
       db_config = record.connection_db_config
-      unless db_config.adapter.to_s.start_with?("sqlite")
-        raise ArgumentError, "config.lease_machines.store: the default store is the application's SQLite database, " \
-                             "but #{record.name}'s is #{db_config.adapter}; set config.lease_machines.store"
+      adapter = db_config.adapter.to_s
+      return postgresql_url(db_config.configuration_hash) if adapter == "postgresql"
+      unless adapter.start_with?("sqlite")
+        raise ArgumentError, "config.lease_machines.store: the default store is the application's SQLite or " \
+                             "PostgreSQL database, but #{record.name}'s is #{adapter}; set config.lease_machines.store"
       end
+
       database = db_config.database.to_s
       if database == ":memory:" || database.start_with?("file:")
         raise ArgumentError, "config.lease_machines.store: #{record.name}'s SQLite database is #{database}, and the " \
                              "store opens a file path (not a URI or an in-memory database); set " \
                              "config.lease_machines.store"
       end
-      LeaseMachines::Store.new(File.expand_path(database, ::Rails.root.to_s))
+      File.expand_path(database, ::Rails.root.to_s)
     end
+
+    # The postgresql:// URL of the database an ActiveRecord PostgreSQL configuration (+config+, its hash) names:
+    # libpq's parameters as ActiveRecord's adapter passes them (+username+ is +user+, +database+ is +dbname+), and
+    # its session settings (+schema_search_path+, +variables+) as the connection's options, so that the store reads
+    # the tables the application's connections see. Every part percent-encoded; a host that is a socket directory
+    # or a list goes in the query.
+    def self.postgresql_url(config)
+      require "pg"
+      params = config.compact.transform_keys(&:to_sym)
+      params[:user] = params.delete(:username) if params.key?(:username)
+      params[:dbname] = params.delete(:database) if params.key?(:database)
+      settings = (params[:variables] || {}).to_h.transform_keys(&:to_s)
+                                           .reject { |_, value| value.nil? || value.to_s == ":default" }
+      search_path = params[:schema_search_path] || params[:schema_order]
+      settings = { "search_path" => search_path }.merge(settings) if search_path
+      params.slice!(*::PG::Connection.conndefaults_hash.keys)
+      options = settings.map { |name, value| "-c #{name}=#{value.to_s.gsub(/[ \\]/) { "\\#{_1}" }}" }
+      params[:options] = [params[:options], *options].compact.join(" ") unless options.empty?
+      user, password, host, port, dbname = params.values_at(:user, :password, :host, :port, :dbname)
+      named = host.to_s.match?(/\A[A-Za-z0-9.-]+\z/)
+      params = params.except(:user, :password, :dbname, *(%i[host port] if named))
+      userinfo = user && "#{url_escape(user)}#{":#{url_escape(password)}" if password}@"
+      authority = named ? "#{url_escape(host)}#{":#{url_escape(port)}" if port}" : ""
+      query = params.map { |key, value| "#{key}=#{url_escape(value)}" }.join("&")
+      "postgresql://#{userinfo}#{authority}/#{url_escape(dbname)}#{"?#{query}" unless query.empty?}"
+    end
+
+    # +value+ percent-encoded, every byte but the unreserved ones (libpq decodes %XX only: a + stays a +).
+    def self.url_escape(value) = value.to_s.b.gsub(/[^A-Za-z0-9\-._~]/n) { format("%%%02X", _1.ord) }
+    private_class_method :url_escape
 
     # Before the application's config/initializers, so that they (and config.to_prepare) can name
     # LeaseMachines::ActiveJob. Without the sqlite3 gem (the store's database) the jobs' leases are left out.

@@ -28,7 +28,7 @@ module LeaseMachines
           sent = configuration.clock.call
           store_clock = nil
           decision = ActiveJob.pool.with do |store|
-            refuse_own_transaction(store, configuration)
+            refuse_own_transaction(store, configuration, resource)
             store_clock = store.clock
             store.acquire(resource: resource, owner: owner, ttl: declaration.ttl)
           end
@@ -69,15 +69,21 @@ module LeaseMachines
         nil
       end
 
-      # SQLite has one writer: while this thread's own ActiveRecord connection to the lease store's database has a
-      # transaction open (perform_now inside a transaction, an :inline perform_later, a job inside another job's
-      # fenced write, a transactional test), the store's request would wait for a lock that only this thread can
-      # free. Refused at once, saying what to do, instead of a StoreError after the busy timeout.
-      def refuse_own_transaction(store, configuration)
+      # A grant that would wait for a lock only this thread can free, refused at once (saying what to do) instead of
+      # a StoreError after the busy timeout. SQLite has one writer: while this thread's own ActiveRecord connection
+      # to the lease store's database has a transaction open (perform_now inside a transaction, an :inline
+      # perform_later, a job inside another job's fenced write, a transactional test), no grant can commit.
+      # PostgreSQL locks rows: the grant runs on the store's own connection beside the open transaction, and waits
+      # only when that transaction holds +resource+'s row (an earlier job's fenced write joined it).
+      def refuse_own_transaction(store, configuration, resource)
         record = configuration.fence_record || (defined?(::ActiveRecord::Base) && ::ActiveRecord::Base)
         connection = record && active_connection(record)
         # Begun on the database: ActiveRecord begins a transaction lazily, at its first statement.
         return unless connection&.transaction_open? && connection.current_transaction.materialized?
+        if store.adapter_name == :postgresql
+          refuse_held_row(resource) if FencedWrite.holds?(connection, resource)
+          return
+        end
         return unless connection.adapter_name.match?(/sqlite/i)
         return unless same_file?(connection.pool.db_config.database, store.path)
 
@@ -86,6 +92,14 @@ module LeaseMachines
                           "commits: perform the job after the transaction (perform_later with " \
                           "enqueue_after_transaction_commit), keep the lease store in another database file, or " \
                           "turn transactional tests off for jobs that hold leases"
+      end
+
+      def refuse_held_row(resource)
+        raise StoreError, "#{resource}: this thread has a transaction open that holds the lease's row on PostgreSQL " \
+                          "(an earlier job's fenced write joined it; that lease is released when the transaction " \
+                          "ends), so no lease of it can be granted before it commits: perform the job after the " \
+                          "transaction (perform_later with enqueue_after_transaction_commit), or turn " \
+                          "transactional tests off for jobs that hold leases"
       end
 
       # The connection ActiveRecord has leased to this thread for +record+, without leasing one (nil: none).
@@ -99,7 +113,13 @@ module LeaseMachines
 
       # A failed release is reported, never raised over the job's own outcome: the lease then runs out after its TTL.
       # The release event is emitted once the store is free again, so that a subscriber may perform the next job.
+      # A lease whose row an open transaction holds (the job ran inside it, and a fenced write joined it: PostgreSQL)
+      # is released once that transaction has ended: a release now would wait for it, on this very thread.
       def release(lease, configuration)
+        if (connection = lease.holding_connection)
+          return FencedWrite.after_transaction(connection) { release(lease, configuration) }
+        end
+
         decision = ActiveJob.pool.with { lease.release(_1) }
         lease.instrument(:release, status: decision.status, reason: decision.reason)
       rescue StandardError => e

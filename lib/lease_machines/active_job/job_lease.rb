@@ -27,6 +27,7 @@ module LeaseMachines
         @reported = :held
         @reason = nil
         @finished = false
+        @holding = nil
       end
 
       # When the authority's lease runs out, on the store's clock, as of the last grant or renewal.
@@ -73,10 +74,12 @@ module LeaseMachines
         end
 
         check_not_lost!
+        used = nil
         instrument(:fenced_write) do |payload|
-          result = FencedWrite.run(record, resource: resource, token: token, clock: @store_clock, payload: payload,
-                                           &block)
+          result = FencedWrite.run(record, resource: resource, token: token, clock: @store_clock,
+                                           payload: payload) { |connection| block.call(used = connection) }
           payload[:outcome] = :written
+          holding(used)
           result
         rescue Fenced => e
           payload[:outcome] = :refused
@@ -145,6 +148,12 @@ module LeaseMachines
         instrument(now, previous: previous, reason: reason, remaining: remaining)
       end
 
+      # An ActiveRecord connection whose open transaction holds the lease's row (a fenced write joined it, on
+      # PostgreSQL), or nil: a release must wait until that transaction ends.
+      def holding_connection
+        @lock.synchronize { @holding&.find { FencedWrite.holds?(_1, resource) } }
+      end
+
       # Gives the lease back through +store+ with owner and token: a stale release is refused by the authority and can
       # never free a successor's lease. Returns the Decision (the caller emits +release+, once the store is free).
       def release(store) = store.release(resource: resource, owner: owner, token: token)
@@ -180,6 +189,13 @@ module LeaseMachines
           instrument(:renew, status: decision.status, reason: decision.reason, expires_at: expires_at)
         end
         observe
+      end
+
+      # Keeps +connection+ when its open transaction holds the lease's row after a write (see #holding_connection).
+      def holding(connection)
+        return unless connection && FencedWrite.holds?(connection, resource)
+
+        @lock.synchronize { (@holding ||= []) << connection unless @holding&.include?(connection) }
       end
 
       def check_not_lost!

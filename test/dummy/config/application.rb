@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-# The tiny application the Railtie and the install generator are tested in: ActiveRecord and ActiveJob on SQLite,
-# lease_machines loaded the way Bundler.require loads it (after Rails).
+# The tiny application the Railtie and the install generator are tested in: ActiveRecord and ActiveJob on SQLite (or
+# on PostgreSQL, with DATABASE_URL), lease_machines loaded the way Bundler.require loads it (after Rails).
 require_relative "boot"
 require "rails"
 require "active_record/railtie"

@@ -1,16 +1,33 @@
 # frozen_string_literal: true
 
-# bin/rails runner script/nightly_report.rb: one NightlyReportJob performed in the booted application, then what the
-# Railtie set up, as JSON for the test to read.
+# bin/rails runner script/nightly_report.rb: one NightlyReportJob performed in the booted application, then a
+# StaleReportJob whose lease another process takes over before it writes, then what the Railtie set up, as JSON for
+# the test to read.
 require "json"
 
 released = []
 ActiveSupport::Notifications.subscribe("release.lease_machines") { released << _1.payload[:status] }
+configuration = LeaseMachines::ActiveJob.configuration
+# Another process takes StaleReportJob's lease over as soon as it was granted: Store#transfer, on a store of its own.
+ActiveSupport::Notifications.subscribe("acquire.lease_machines") do |event|
+  lease = event.payload
+  next unless lease[:job].is_a?(StaleReportJob)
+
+  successor = configuration.store.call
+  successor.transfer(resource: lease[:resource], owner: lease[:owner], token: lease[:token], new_owner: 4242, ttl: 30.0)
+  successor.close
+end
 account = Account.create!(name: "Acme")
 NightlyReportJob.perform_now(account)
-configuration = LeaseMachines::ActiveJob.configuration
+stale = begin
+  StaleReportJob.perform_now(account)
+  nil
+rescue LeaseMachines::Fenced => e
+  [e.reason, e.token, e.highest]
+end
 declaration = LeaseMachines::ActiveJob::Declarations::TABLE[NightlyReportJob]
-leases = ActiveRecord::Base.connection.select_rows("SELECT resource, token, owner FROM lease_machines_leases")
+connection = ActiveRecord::Base.connection
+fence_store = connection.raw_connection.instance_variable_get(LeaseMachines::ActiveJob::FencedWrite::SLOT)
 puts JSON.generate(
   included: ActiveJob::Base.include?(LeaseMachines::ActiveJob),
   default_ttl: configuration.default_ttl,
@@ -18,8 +35,11 @@ puts JSON.generate(
   executor: configuration.executor.equal?(Rails.application.executor),
   fence_record: configuration.fence_record&.name,
   default_store: configuration.store.equal?(LeaseMachines::Railtie::APPLICATION_DATABASE),
+  store: LeaseMachines::ActiveJob.pool.with { [_1.adapter_name, _1.clock.nil?, _1.path] },
+  fence: fence_store && [fence_store.adapter_name, fence_store.database.equal?(connection.raw_connection)],
   report: Report.pluck(:token, :body),
-  leases: leases,
-  fences: ActiveRecord::Base.connection.select_rows("SELECT resource, highest FROM lease_machines_fences"),
+  leases: connection.select_rows("SELECT resource, token, owner FROM lease_machines_leases ORDER BY resource"),
+  fences: connection.select_rows("SELECT resource, highest FROM lease_machines_fences ORDER BY resource"),
+  stale: stale,
   released: released.map(&:to_s)
 )

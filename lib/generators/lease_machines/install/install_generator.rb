@@ -6,14 +6,15 @@ require "rails/generators/active_record"
 module LeaseMachines
   module Generators
     # bin/rails generate lease_machines:install: the migration that creates the lease store's tables in the
-    # application's database (the fence checks, inside the application's own transactions, the tokens the store
-    # issued, so both live in one database), and config/initializers/lease_machines.rb.
+    # application's database, SQLite or PostgreSQL (the fence checks, inside the application's own transactions, the
+    # tokens the store issued, so both live in one database), and config/initializers/lease_machines.rb.
     class InstallGenerator < ::Rails::Generators::Base
       include ::ActiveRecord::Generators::Migration
 
       source_root File.expand_path("templates", __dir__)
       desc "Writes the migration that creates lease_machines_leases and lease_machines_fences (the lease store's " \
-           "schema, format 1) in the application's SQLite database, and an initializer for config.lease_machines."
+           "schema, format 1) in the application's SQLite or PostgreSQL database, and an initializer for " \
+           "config.lease_machines."
 
       # A refusal (Thor::Error) exits non-zero, so that a script running the generator stops.
       def self.exit_on_failure? = true
@@ -42,7 +43,11 @@ module LeaseMachines
         refuse_other_databases
         migration_template "create_lease_machines_tables.rb.tt",
                            File.join(db_migrate_path, "create_lease_machines_tables.rb")
-        if ::Rails.application.config.active_record.schema_format.to_s != "sql"
+        if postgresql?
+          say_status :warning, "db/schema.rb and db/structure.sql keep no rows: a database loaded from them " \
+                               "(db:schema:load, db:prepare) lacks lease_machines_schema's format row, and the store " \
+                               "refuses it until LeaseMachines::Store::PostgreSQL::SCHEMA is run there", :yellow
+        elsif ::Rails.application.config.active_record.schema_format.to_s != "sql"
           say_status :warning, "db/schema.rb cannot record these tables (SQLite REAL columns, STRICT): set " \
                                "config.active_record.schema_format = :sql, or db:schema:load leaves them out", :yellow
         end
@@ -57,12 +62,16 @@ module LeaseMachines
 
       private
 
-      # The schema's statements, as the gem's store creates them (LeaseMachines::Store::SCHEMA), comments kept.
+      # The schema's statements, as the gem's store creates them on the database's adapter
+      # (LeaseMachines::Store::SCHEMA, LeaseMachines::Store::PostgreSQL::SCHEMA), comments kept.
       def schema_statements
         require "lease_machines/store"
-        LeaseMachines::Store::SCHEMA.split(/;[ \t]*$/).map(&:strip)
-                                    .reject { |sql| sql.lines.all? { _1.start_with?("--") } }
+        schema = postgresql? ? LeaseMachines::Store::PostgreSQL::SCHEMA : LeaseMachines::Store::SCHEMA
+        schema.split(/;[ \t]*$/).map(&:strip).reject { |sql| sql.lines.all? { _1.start_with?("--") } }
       end
+
+      # Whether the migration is for PostgreSQL (else SQLite), as config/database.yml names the database.
+      def postgresql? = @adapter == :postgresql
 
       def migration_version = "[#{::ActiveRecord::VERSION::MAJOR}.#{::ActiveRecord::VERSION::MINOR}]"
 
@@ -78,9 +87,10 @@ module LeaseMachines
       end
 
       # Refuses, before writing anything, a --database without a name or one that config/database.yml does not name,
-      # and a database of that name that is not SQLite in any environment (SQLite in development and PostgreSQL in
-      # production would fail at deploy). Read without connecting, nor loading an adapter. Notes whether it is the
-      # primary database (ActiveRecord::Base's).
+      # and a database of that name that is neither SQLite nor PostgreSQL in some environment, or not the same one in
+      # every environment (the migration is written for one: SQLite in development and PostgreSQL in production
+      # would fail at deploy). Read without connecting, nor loading an adapter. Notes the adapter, and whether it is
+      # the primary database (ActiveRecord::Base's).
       def refuse_other_databases
         require "active_record/database_configurations"
         configurations = ::ActiveRecord::DatabaseConfigurations.new(::Rails.application.config.database_configuration)
@@ -96,12 +106,22 @@ module LeaseMachines
           raise Thor::Error, "lease_machines:install: config/database.yml names no database #{name.inspect}"
         end
 
-        configs.each do |config|
-          next if config.adapter.to_s.start_with?("sqlite")
-
-          raise Thor::Error, "lease_machines:install: the lease store runs on SQLite in this release; " \
-                             "#{config.name} is #{config.adapter} in #{config.env_name}"
+        adapters = configs.to_h do |config|
+          adapter = config.adapter.to_s
+          kind = if adapter.start_with?("sqlite") then :sqlite
+                 elsif adapter == "postgresql" then :postgresql
+                 else
+                   raise Thor::Error, "lease_machines:install: the lease store runs on SQLite and PostgreSQL; " \
+                                      "#{config.name} is #{adapter} in #{config.env_name}"
+                 end
+          [config.env_name, kind]
         end
+        @adapter, other = adapters.values.uniq
+        return unless other
+
+        raise Thor::Error, "lease_machines:install: #{name} is not the same database in every environment " \
+                           "(#{adapters.map { |env, kind| "#{kind} in #{env}" }.join(", ")}), and the migration is " \
+                           "written for one; use one adapter in every environment"
       end
     end
   end
