@@ -18,7 +18,8 @@ require "uri"
 #   cluster.restart   # `pg_ctl stop -m immediate` (a crash, for the server), then a start: same port, same data
 #   cluster.destroy   # stopped, its directory removed
 class PostgresCluster
-  BIN = "/usr/lib/postgresql/15/bin"
+  # The server's programs: Debian's and Ubuntu's layout, the newest major version installed (15 on Debian 12).
+  BIN = Dir["/usr/lib/postgresql/*/bin"].max_by { File.basename(File.dirname(_1)).to_i } || "/usr/lib/postgresql/15/bin"
   # The database superuser, and the system user the server runs as under root.
   USER = "postgres"
   # The longest path a Unix socket can have (sun_path holds 108 bytes with the terminating NUL).
