@@ -292,6 +292,19 @@ class StorePostgreSQLTest < Minitest::Test
     assert_match(/lease_machines_leases is not the lease store's table/, error.message)
   end
 
+  def test_tables_without_their_format_row_are_taken_over_as_a_schema_dump_leaves_them
+    open_store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
+    admin.exec("DELETE FROM #{@schema}.lease_machines_schema") # db:schema:load keeps no rows
+    store = open_store
+    assert_equal 1, store.checkpoint(resource: R).last_issued
+    assert_equal [["1"]], admin.exec("SELECT format FROM #{@schema}.lease_machines_schema").values
+    admin.exec("DELETE FROM #{@schema}.lease_machines_schema")
+    conn = connection
+    conn.exec("BEGIN")
+    error = assert_raises(LeaseMachines::StoreError) { open_store(conn) }
+    assert_match(/its format row is missing and a transaction is open/, error.message)
+  end
+
   def test_a_connection_killed_mid_request_raises_store_error_and_the_next_request_reads_the_truth
     store = open_store(busy_timeout: 10.0)
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)

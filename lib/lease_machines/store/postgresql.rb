@@ -75,7 +75,9 @@ module LeaseMachines
 
       # Whether +database+ is a PostgreSQL URL or connection.
       def self.accepts?(database)
-        (String === database && URL.match?(database)) || (defined?(::PG::Connection) && ::PG::Connection === database)
+        return URL.match?(database) if String === database
+
+        defined?(::PG::Connection) ? ::PG::Connection === database : false
       end
 
       # The driver's message, on one line.
@@ -364,21 +366,28 @@ module LeaseMachines
       def prepare_schema
         found = read_columns
         check_columns(found)
-        if found.size < COLUMNS.size
+        format = found.key?("lease_machines_schema") ? read_format : nil
+        # Tables without their format row (loaded from a schema dump, which keeps no rows) are taken over: the
+        # schema's statements add what is missing.
+        if found.size < COLUMNS.size || format.nil?
           if in_transaction?
-            refuse("its tables (#{(COLUMNS.keys - found.keys).join(", ")}) are missing and a transaction is open " \
-                   "on the connection: run the schema (LeaseMachines::Store::PostgreSQL::SCHEMA) or the install " \
-                   "generator's migration first")
+            missing = COLUMNS.keys - found.keys
+            what = missing.empty? ? "its format row is missing" : "its tables (#{missing.join(", ")}) are missing"
+            refuse("#{what} and a transaction is open on the connection: run the schema " \
+                   "(LeaseMachines::Store::PostgreSQL::SCHEMA) or the install generator's migration first")
           end
           create_schema
-          found = read_columns
-          check_columns(found)
+          check_columns(read_columns)
+          format = read_format
         end
-        format = @connection.exec("SELECT format FROM lease_machines_schema WHERE id = 1").values.dig(0, 0)
-        format &&= Integer(format)
         return if format == FORMAT
 
         refuse("its schema is format #{Store.shown(format)}; this lease_machines reads format #{FORMAT} only")
+      end
+
+      def read_format
+        format = @connection.exec("SELECT format FROM lease_machines_schema WHERE id = 1").values.dig(0, 0)
+        format && Integer(format)
       end
 
       def create_schema

@@ -1,6 +1,10 @@
 # frozen_string_literal: true
 
-require "sqlite3"
+begin
+  require "sqlite3"
+rescue LoadError
+  nil # an application on PostgreSQL alone: Store.new with a path or an SQLite3::Database says the gem is missing
+end
 require_relative "schema"
 
 module LeaseMachines
@@ -12,7 +16,7 @@ module LeaseMachines
     # +results_as_hash+ says, so the application's own connection works with any settings.
     class SQLite
       # What this database's driver raises; Store turns it into StoreError.
-      ERRORS = [SQLite3::Exception].freeze
+      ERRORS = (defined?(::SQLite3::Exception) ? [::SQLite3::Exception] : []).freeze
 
       def self.adapter_name = :sqlite
       def self.errors = ERRORS
@@ -59,6 +63,11 @@ module LeaseMachines
       # arguments, SQLite3::Exception when the database cannot be opened or set up, StoreError for tables of another
       # shape or format.
       def initialize(database, busy_timeout:)
+        unless defined?(::SQLite3::Database)
+          raise LoadError, "the SQLite lease store needs the sqlite3 gem (add it to your Gemfile), " \
+                           "for #{self.class.describe(database)}"
+        end
+
         @owned = !(SQLite3::Database === database)
         milliseconds = self.class.busy_timeout_ms(busy_timeout.nil? && @owned ? DEFAULT_BUSY_TIMEOUT : busy_timeout)
         @connection = @owned ? SQLite3::Database.new(self.class.path(database)) : database
@@ -109,7 +118,9 @@ module LeaseMachines
       def self.describe(database)
         return database if String === database
         return database.to_path if defined?(Pathname) && Pathname === database
-        return database.filename.to_s.then { _1.empty? ? ":memory:" : _1 } if SQLite3::Database === database
+        if defined?(::SQLite3::Database) && ::SQLite3::Database === database
+          return database.filename.to_s.then { _1.empty? ? ":memory:" : _1 }
+        end
 
         Store.shown(database)
       rescue SQLite3::Exception
