@@ -62,16 +62,8 @@ options[:pause] ||= options[:ttl] * 2.5
 unless options[:pause] > options[:ttl]
   usage_error("--pause #{options[:pause]} must exceed --ttl #{options[:ttl]}, or nothing happens")
 end
-require_relative "support/postgres_cluster"
-url = options[:database] if options[:database]&.match?(%r{\Apostgres(?:ql)?://}i)
-if options[:postgres] && options[:database] && !url
-  usage_error("--postgres takes a postgresql:// URL as --database, not #{options[:database].inspect}")
-end
-POSTGRES = options[:postgres] || !url.nil?
-if POSTGRES
-  reason = url ? PostgresCluster.pg_unavailable_reason : PostgresCluster.unavailable_reason
-  usage_error("#{url ? "--database #{url}" : "--postgres"} needs PostgreSQL, and #{reason}") if reason
-end
+postgres, url = CommandLine.database("nightly-report", options)
+POSTGRES = postgres
 
 require "fileutils"
 require "tmpdir"

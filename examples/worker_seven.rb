@@ -223,16 +223,7 @@ if (orders = ENV.delete(WORKER))
   exit
 end
 
-require_relative "support/postgres_cluster"
-url = options[:database] if options[:database]&.match?(%r{\Apostgres(?:ql)?://}i)
-if options[:postgres] && options[:database] && !url
-  usage_error("--postgres takes a postgresql:// URL as --database, not #{options[:database].inspect}")
-end
-postgres = options[:postgres] || !url.nil?
-if postgres
-  reason = url ? PostgresCluster.pg_unavailable_reason : PostgresCluster.unavailable_reason
-  usage_error("#{url ? "--database #{url}" : "--postgres"} needs PostgreSQL, and #{reason}") if reason
-end
+postgres, url = CommandLine.database("worker-seven", options)
 
 require "tmpdir"
 require "lease_machines/store"

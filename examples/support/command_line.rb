@@ -51,4 +51,21 @@ module CommandLine
 
     raise OptionParser::InvalidArgument, "#{text} (must be #{must})"
   end
+
+  # Which database the options name: [postgres?, url]. +url+ is --database when it is a postgresql:// URL; PostgreSQL
+  # is asked for by --postgres or such a URL. A usage error when --postgres comes with a --database that is not a
+  # URL, or when PostgreSQL cannot be used here (the pg gem, or a server for a throwaway cluster, is missing).
+  def database(program, options)
+    require_relative "postgres_cluster"
+    url = options[:database] if options[:database]&.match?(%r{\Apostgres(?:ql)?://}i)
+    if options[:postgres] && options[:database] && !url
+      usage_error(program, "--postgres takes a postgresql:// URL as --database, not #{options[:database].inspect}")
+    end
+    postgres = options[:postgres] || !url.nil?
+    if postgres
+      reason = url ? PostgresCluster.pg_unavailable_reason : PostgresCluster.unavailable_reason
+      usage_error(program, "#{url ? "--database #{url}" : "--postgres"} needs PostgreSQL, and #{reason}") if reason
+    end
+    [postgres, url]
+  end
 end
