@@ -305,6 +305,85 @@ class StorePostgreSQLTest < Minitest::Test
     assert_match(/its format row is missing and a transaction is open/, error.message)
   end
 
+  def test_a_row_deleted_while_a_request_waits_for_it_raises_store_error_and_grants_nothing
+    store = open_store
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
+    holder = connection
+    holder.exec("BEGIN")
+    holder.exec_params("SELECT 1 FROM lease_machines_leases WHERE resource = $1 FOR UPDATE", [R])
+    waiter = Thread.new { store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0) }
+    sleep 0.3
+    holder.exec_params("DELETE FROM lease_machines_leases WHERE resource = $1", [R])
+    holder.exec("COMMIT")
+    error = assert_raises(LeaseMachines::StoreError) { waiter.value }
+    assert_match(/was deleted while the request waited/, error.message)
+    assert_equal 0, admin.exec("SELECT count(*) FROM #{@schema}.lease_machines_leases").getvalue(0, 0).to_i
+  end
+
+  def test_the_connections_settings_change_no_decision_and_no_durability
+    admin.exec("ALTER ROLE postgres SET extra_float_digits = -15; ALTER ROLE postgres SET synchronous_commit = off")
+    conn = connection
+    conn.type_map_for_results = PG::BasicTypeMapForResults.new(conn)
+    store = open_store(conn)
+    first = store.acquire(resource: R, owner: 7, ttl: 30.0).lease
+    assert_equal :occupied, store.acquire(resource: R, owner: 8, ttl: 30.0).reason, "read back exactly"
+    assert_equal first, store.checkpoint(resource: R).lease
+    store.fenced(resource: R, token: first.token) do |db|
+      assert_equal "on", db.exec("SHOW synchronous_commit").getvalue(0, 0), "the store's own commits are durable"
+    end
+  ensure
+    admin.exec("ALTER ROLE postgres RESET extra_float_digits; ALTER ROLE postgres RESET synchronous_commit")
+  end
+
+  def test_a_busy_timeout_of_zero_waits_the_shortest_time_not_forever
+    store = open_store(busy_timeout: 0)
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
+    holder = connection
+    holder.exec("BEGIN")
+    holder.exec_params("SELECT 1 FROM lease_machines_leases WHERE resource = $1 FOR UPDATE", [R])
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0) }
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 1.0
+  ensure
+    holder&.exec("ROLLBACK")
+  end
+
+  def test_a_row_with_nan_or_infinity_is_corrupt
+    store = open_store
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
+    admin.exec("UPDATE #{@schema}.lease_machines_leases SET observed = 'NaN'")
+    error = assert_raises(LeaseMachines::StoreError) { store.checkpoint(resource: R) }
+    assert_match(/corrupt lease row/, error.message)
+    admin.exec("UPDATE #{@schema}.lease_machines_leases SET observed = 1, expires_at = 'Infinity'")
+    assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0) }
+  end
+
+  def test_statements_that_end_the_transaction_are_caught_before_the_mark
+    store = open_store
+    store.database.exec("CREATE TABLE report (token bigint)")
+    token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
+    error = assert_raises(LeaseMachines::StoreError) do
+      store.fenced(resource: R, token: token, statements: [["COMMIT", []], ["INSERT INTO report VALUES ($1)", [token]]])
+    end
+    assert_match(/ended the store's transaction/, error.message)
+    assert_nil store.fence_highest(resource: R)
+    assert_raises(LeaseMachines::StoreError) { store.fenced(resource: R, token: token) { |db| db.exec("COMMIT; BEGIN") } }
+    assert_nil store.fence_highest(resource: R)
+  end
+
+  def test_a_badly_encoded_password_is_masked_too
+    error = assert_raises(LeaseMachines::StoreError) do
+      LeaseMachines::Store.new("postgresql://postgres:s3cr%zzet@127.0.0.1:#{@cluster.port}/postgres")
+    end
+    refute_match(/s3cr/, error.full_message)
+    error = assert_raises(LeaseMachines::StoreError) do
+      LeaseMachines::Store.new("postgresql://127.0.0.1:#{@cluster.port}/postgres?password=s3cr%zzet")
+    end
+    refute_match(/s3cr/, error.full_message)
+    store = open_store("postgresql://postgres:hidden-pw@127.0.0.1:#{@cluster.port}/postgres?options=-csearch_path%3D#{@schema}")
+    refute_match(/hidden-pw/, store.inspect)
+  end
+
   def test_a_connection_killed_mid_request_raises_store_error_and_the_next_request_reads_the_truth
     store = open_store(busy_timeout: 10.0)
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)

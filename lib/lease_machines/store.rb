@@ -186,7 +186,7 @@ module LeaseMachines
             rows = @adapter.close_fence(name, token, savepoint: savepoint, statements: statements || [])
             result = rows if statements
           rescue *@adapter.class.errors => e
-            ended_by_block! if savepoint && @adapter.savepoint_gone?(e)
+            ended_by_block! if @adapter.ended_inside?(e)
             raise storage_error(e)
           end
           done = true

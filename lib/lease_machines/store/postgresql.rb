@@ -42,7 +42,17 @@ module LeaseMachines
       MARK_OWN = "SAVEPOINT #{OWN}".freeze
       # The request's lock timeout ('' keeps the connection's), for this transaction only; +own+ marks the store's.
       SET_TIMEOUT = "SELECT set_config('lock_timeout', coalesce(nullif($1, ''), current_setting('lock_timeout')), true)"
-      SET_OWN = "#{SET_TIMEOUT}, set_config('lease_machines.own', 'own', true)".freeze
+      # The store's own transactions commit durably whatever the role's or database's synchronous_commit: a grant
+      # acknowledged and then lost in a crash would be issued again.
+      SET_OWN = "#{SET_TIMEOUT}, set_config('lease_machines.own', 'own', true), " \
+                "set_config('synchronous_commit', 'on', true)".freeze
+      # The transaction a fenced write runs in, read at its start and checked at its end (before the mark), so that
+      # statements that ended it (COMMIT, ROLLBACK) are caught rather than leaving the mark outside the fence.
+      TRANSACTION = "SELECT txid_current()"
+      SAME_TRANSACTION = "SELECT CASE WHEN txid_current() = $1::bigint THEN 1 ELSE " \
+                         "('lease_machines: the fenced write''s transaction was ended inside it (now ' || " \
+                         "txid_current() || ')')::int END"
+      ENDED = "the fenced write's transaction was ended inside it"
       ENSURE_ROW = "INSERT INTO lease_machines_leases (resource) VALUES ($1) ON CONFLICT (resource) DO NOTHING"
       LOCK_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = $1 FOR UPDATE".freeze
       SHARE_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = $1 FOR SHARE".freeze
@@ -66,7 +76,13 @@ module LeaseMachines
       private_constant :URL, :COLUMNS, :READ_COLUMNS, :LEASE_COLUMNS, :BEGIN_OWN, :OWN, :MARK_OWN, :SET_TIMEOUT,
                        :SET_OWN, :ENSURE_ROW, :LOCK_ROW,
                        :SHARE_ROW, :READ_ROW, :READ_FENCE, :CLOCK, :WRITE_ROW, :WRITE_FENCE, :OLD_LOCK_TIMEOUT,
-                       :RESTORE_LOCK_TIMEOUT, :OWN_MARK, :CREATE_LOCK
+                       :RESTORE_LOCK_TIMEOUT, :OWN_MARK, :CREATE_LOCK, :TRANSACTION, :SAME_TRANSACTION, :ENDED
+      # Rows, marks and clock readings are read in binary, exact whatever the connection's extra_float_digits.
+      BINARY = 1
+      # How long the server may take to answer a round trip beyond the request's lock wait, seconds: then the
+      # connection is closed and the request raises StoreError (a server that stopped answering cannot hold a
+      # request, whose interrupts are deferred, forever).
+      ANSWER_MARGIN = 30.0
 
       def self.adapter_name = :postgresql
 
@@ -92,7 +108,19 @@ module LeaseMachines
         uri.query = nil
         uri.to_s
       rescue URI::Error, ::PG::Error
-        "a PostgreSQL server (#{database.class})"
+        String === database ? "a PostgreSQL server (an unreadable URL)" : "a PostgreSQL server (#{database.class})"
+      end
+
+      # Every form a password can take in +url+ (the userinfo's, a password= parameter's; raw and decoded), longest
+      # first, for masking.
+      def self.passwords(url)
+        raw = [url[%r{\A[^:/]+://[^/@:]*:([^@/]*)@}, 1], *url.scan(/[?&]password=([^&]*)/).flatten].compact
+        decoded = raw.map do |text|
+          URI.decode_www_form_component(text)
+        rescue ArgumentError
+          text # not valid percent-encoding: masked as written
+        end
+        (raw + decoded).reject(&:empty?).uniq.sort_by { -_1.size }
       end
 
       # The connection, and what names it in messages.
@@ -109,10 +137,14 @@ module LeaseMachines
         require "uri"
         @owned = String === database
         seconds = busy_timeout.nil? && @owned ? DEFAULT_BUSY_TIMEOUT : busy_timeout
-        @lock_timeout = seconds.nil? ? "" : "#{SQLite.busy_timeout_ms(seconds)}ms"
+        # PostgreSQL reads a lock_timeout of 0 as no limit: the shortest wait it knows is 1 ms.
+        @lock_timeout = seconds.nil? ? "" : "#{[SQLite.busy_timeout_ms(seconds), 1].max}ms"
+        @answer_within = (seconds || 0) + ANSWER_MARGIN
         @name = self.class.describe(database)
         @connection = @owned ? connect(database) : database
-        @url = database if @owned # for a new connection, when a reconnect failed (see #check!)
+        @url = database if @owned # for a new connection, when a reconnect failed (see #check!); never shown
+        # The transaction of each open fenced write (by savepoint, :own for the store's), checked at its end.
+        @fence_transactions = {}
         # The lock timeout each open fenced savepoint replaced, restored when it is released.
         @kept_timeouts = {}
         begin
@@ -165,10 +197,13 @@ module LeaseMachines
       # read, and the server's clock when +clock+. Returns [row, now or nil].
       def open_request(resource, clock: false)
         statements = [[BEGIN_OWN], [MARK_OWN], [SET_OWN, [@lock_timeout]], [ENSURE_ROW, [resource]],
-                      [LOCK_ROW, [resource]]]
-        statements << [CLOCK] if clock
+                      [LOCK_ROW, [resource], BINARY]]
+        statements << [CLOCK, [], BINARY] if clock
         results = pipeline(statements)
-        [row_of(results[4]), clock ? Float(results[5].getvalue(0, 0)) : nil]
+        row = row_of(results[4]) or
+          raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for its " \
+                            "lock; nothing was decided"
+        [row, clock ? float(raw(results[5]).getvalue(0, 0)) : nil]
       end
 
       # One round trip: +row+ written (nil: nothing changed) and COMMIT. A connection lost on the way raises
@@ -188,13 +223,14 @@ module LeaseMachines
                   else
                     [[BEGIN_OWN], [MARK_OWN], [SET_OWN, [@lock_timeout]]]
                   end
-        statements = opening + [[SHARE_ROW, [resource]], [READ_FENCE, [resource]]]
-        statements << [CLOCK] if clock
+        statements = opening + [[SHARE_ROW, [resource], BINARY], [READ_FENCE, [resource], BINARY],
+                                [TRANSACTION, [], BINARY]]
+        statements << [CLOCK, [], BINARY] if clock
         results = pipeline(statements)
         @kept_timeouts[savepoint] = results[1].getvalue(0, 0) if savepoint
         at = opening.size
-        mark = results[at + 1].ntuples.zero? ? nil : Integer(results[at + 1].getvalue(0, 0))
-        [row_of(results[at]), mark, clock ? Float(results[at + 2].getvalue(0, 0)) : nil]
+        @fence_transactions[savepoint || :own] = integer(raw(results[at + 2]).getvalue(0, 0))
+        [row_of(results[at]), mark_of(results[at + 1]), clock ? float(raw(results[at + 3]).getvalue(0, 0)) : nil]
       end
 
       # One round trip: the fence mark of +resource+ raised to +token+, and the fenced write's transaction ended:
@@ -202,7 +238,7 @@ module LeaseMachines
       # The protected +statements+ ([sql, binds] pairs given up front) run first, in the same round trip; their rows
       # come back.
       def close_fence(resource, token, savepoint:, statements: [])
-        ending = [[WRITE_FENCE, [resource, token]]]
+        ending = [[SAME_TRANSACTION, [@fence_transactions.delete(savepoint || :own)]], [WRITE_FENCE, [resource, token]]]
         ending += if savepoint
                     [[RESTORE_LOCK_TIMEOUT, [@kept_timeouts.delete(savepoint)]], ["RELEASE SAVEPOINT #{savepoint}"]]
                   else
@@ -211,8 +247,12 @@ module LeaseMachines
         finish(statements + ending).first(statements.size).map(&:values)
       end
 
-      # Whether +error+ (from #close_fence) says the savepoint is gone.
-      def savepoint_gone?(error) = error.message.include?("savepoint") && error.message.include?("does not exist")
+      # Whether +error+ (from #close_fence) says the fenced write's transaction was ended inside it: its savepoint is
+      # gone, or the transaction is another.
+      def ended_inside?(error)
+        message = error.message
+        message.include?(ENDED) || (message.include?("savepoint") && message.include?("does not exist"))
+      end
 
       # Rolls back the store's own transaction, and only that: a transaction without the store's mark (the
       # application's) is left alone; a connection with results still on their way (a request cut short) has them
@@ -238,6 +278,7 @@ module LeaseMachines
 
       def rollback_to_savepoint(name)
         @kept_timeouts.delete(name)
+        @fence_transactions.delete(name)
         settle
         @connection.exec("ROLLBACK TO SAVEPOINT #{name}")
         @connection.exec("RELEASE SAVEPOINT #{name}")
@@ -247,13 +288,13 @@ module LeaseMachines
 
       # The columns [owner, token, expires_at, last_issued, observed, revision] of the resource's committed row, or
       # nil. One round trip.
-      def read_row(resource) = row_of(@connection.exec_params(READ_ROW, [resource]))
+      def read_row(resource) = row_of(@connection.exec_params(READ_ROW, [resource], BINARY))
 
       # The stored high-water of the resource's fenced writes, or nil without a row. One round trip.
-      def read_fence(resource)
-        result = @connection.exec_params(READ_FENCE, [resource])
-        result.ntuples.zero? ? nil : Integer(result.getvalue(0, 0))
-      end
+      def read_fence(resource) = mark_of(@connection.exec_params(READ_FENCE, [resource], BINARY))
+
+      # The store's own state is never shown (the URL it reconnects with may carry a password).
+      def inspect = "#<#{self.class.name} #{@name}>"
 
       private
 
@@ -261,14 +302,8 @@ module LeaseMachines
       def connect(url)
         ::PG.connect(url)
       rescue ::PG::Error => e
-        password = begin
-          URI.parse(url).password
-        rescue URI::Error
-          nil
-        end
-        message = self.class.message(e)
-        message = message.gsub(password, "[password]") if password && !password.empty?
-        raise ::PG::ConnectionBad, message
+        message = self.class.passwords(url).reduce(self.class.message(e)) { |text, pw| text.gsub(pw, "[password]") }
+        raise ::PG::ConnectionBad, message, cause: nil # the driver's own error may quote the password
       end
 
       # Runs +statements+ ([sql, params] each) in one round trip, in pipeline mode, and returns their results.
@@ -277,14 +312,15 @@ module LeaseMachines
         settle unless @connection.pipeline_status == ::PG::PQ_PIPELINE_OFF
         @connection.enter_pipeline_mode
         begin
-          statements.each { |sql, params| @connection.send_query_params(sql, params || []) }
+          statements.each { |sql, params, format| @connection.send_query_params(sql, params || [], format || 0) }
           @connection.pipeline_sync
+          deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + @answer_within
           results = statements.map do
-            result = @connection.get_result or raise ::PG::ConnectionBad, "the server sent no result: #{lost}"
-            @connection.get_result # nil: the end of this statement's results
+            result = answer(deadline) or raise ::PG::ConnectionBad, "the server sent no result: #{lost}"
+            answer(deadline) # nil: the end of this statement's results
             result
           end
-          @connection.get_result # the sync point
+          answer(deadline) # the sync point
           results.each { |result| result.check unless result.result_status == ::PG::PGRES_PIPELINE_ABORTED }
           results
         ensure
@@ -302,6 +338,23 @@ module LeaseMachines
         raise StoreError, "#{@name}: the connection was lost while the transaction's end was on its way " \
                           "(#{self.class.message(e)}): whether it committed is unknown; the next request reads " \
                           "what the server kept"
+      end
+
+      # The next result, waited for until +deadline+ (monotonic seconds): a server that stopped answering has the
+      # connection closed (a connection the store opened is opened anew by the next request) and raises
+      # PG::ConnectionBad.
+      def answer(deadline)
+        while @connection.is_busy
+          remaining = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          if remaining <= 0 || @connection.socket_io.wait_readable(remaining).nil?
+            @connection.close
+            @reset_failed = @owned # the next request connects again
+            raise ::PG::ConnectionBad, "no answer from the server within #{@answer_within.round(1)} s; the " \
+                                       "connection was closed"
+          end
+          @connection.consume_input
+        end
+        @connection.get_result
       end
 
       # What libpq says of a connection that stopped answering.
@@ -335,6 +388,8 @@ module LeaseMachines
             break if pipeline_ended?
           end
         end
+        # A query of the block's still running is waited for, not cancelled: a cancel request can arrive late and
+        # cancel the next statement instead, which may be the store's own.
         @connection.discard_results if @connection.transaction_status == ::PG::PQTRANS_ACTIVE
       end
 
@@ -346,15 +401,29 @@ module LeaseMachines
         false
       end
 
+      # The row's columns from a binary result (NaN and infinities come through, for the extension to refuse).
       def row_of(result)
         return nil if result.ntuples.zero?
 
-        owner, token, expires_at, last_issued, observed, revision = result.values.first
-        owner = owner && Integer(owner)
+        owner, token, expires_at, last_issued, observed, revision = raw(result).values.first
+        owner = owner && integer(owner)
         owner += 2**64 if owner&.negative?
-        [owner, token && Integer(token), expires_at && Float(expires_at), last_issued && Integer(last_issued),
-         Float(observed), Integer(revision)]
+        [owner, token && integer(token), expires_at && float(expires_at), last_issued && integer(last_issued),
+         float(observed), integer(revision)]
       end
+
+      def mark_of(result) = result.ntuples.zero? ? nil : integer(raw(result).getvalue(0, 0))
+
+      # +result+ read as the bytes the server sent, whatever type map the connection has (an application's
+      # PG::BasicTypeMapForResults would decode them).
+      def raw(result)
+        result.type_map = (@all_strings ||= ::PG::TypeMapAllStrings.new)
+        result
+      end
+
+      # A binary bigint and a binary double precision.
+      def integer(bytes) = bytes.unpack1("q>")
+      def float(bytes) = bytes.unpack1("G")
 
       def columns_of(row)
         owner, *rest = row
@@ -392,6 +461,7 @@ module LeaseMachines
 
       def create_schema
         @connection.transaction do |connection|
+          connection.exec("SET LOCAL client_min_messages = warning") # no "already exists, skipping" notices
           connection.exec(CREATE_LOCK)
           connection.exec(SCHEMA)
         end

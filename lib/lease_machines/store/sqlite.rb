@@ -189,9 +189,9 @@ module LeaseMachines
         results
       end
 
-      # Whether +error+ (from #close_fence) says the savepoint is gone: released, or rolled back to an outer one,
-      # inside the block.
-      def savepoint_gone?(error) = error.message.include?("no such savepoint")
+      # Whether +error+ (from #close_fence) says the fenced write's transaction was ended inside it: its savepoint is
+      # gone (released, or rolled back to an outer one, inside the block).
+      def ended_inside?(error) = error.message.include?("no such savepoint")
 
       # Rolls back the store's own transaction, and only that: a transaction without the store's mark (the
       # application's) is left alone. Returns whether it rolled one back.
