@@ -64,7 +64,7 @@ class StorePostgreSQLTest < Minitest::Test
     authorities = Hash.new { |hash, key| hash[key] = LeaseMachines::Authority.new(clock_policy: :clamp) }
     tokens = Hash.new { |hash, key| hash[key] = [0] }
     now = 1_000.0
-    600.times do |step|
+    iterations(600).times do |step|
       resource = %w[a b c].sample(random: random)
       owner = random.rand(3)
       token = tokens[resource].sample(random: random) + random.rand(2)
