@@ -31,6 +31,12 @@ namespace :bench do
     sh FileUtils::RUBY, "-Ilib", "bench/instructions.rb"
   end
 
+  desc "Lock cycles and renewals per second of the SQLite and PostgreSQL stores against one-statement upserts, " \
+       "with_advisory_lock and Redis, on throwaway servers (prints the README's tables; about two minutes)"
+  task stores: :compile do
+    sh FileUtils::RUBY, "-Ilib", "bench/stores.rb"
+  end
+
   desc "Check only that bench/reference.rb answers as the native gem does (no timing)"
   task agreement: :compile do
     sh FileUtils::RUBY, "-Ilib", "-e", 'require "./bench/agreement"; puts Agreement.check!'

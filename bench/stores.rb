@@ -1,0 +1,506 @@
+# frozen_string_literal: true
+
+# Lock cycles (acquire + release) and renewals per second of the lease store, against the simplest locks that keep the
+# same durability and against the ones users trade durability and fencing for, all from this one process:
+#
+#   bin/rake bench:stores   # or: bin/ruby bench/stores.rb
+#
+# - LeaseMachines::Store on SQLite (WAL, synchronous FULL, a file under tmp/), and a one-statement SQLite upsert
+#   lease with the same pragmas (INSERT ... ON CONFLICT DO UPDATE ... WHERE expired; DELETE to release; UPDATE to
+#   renew), each statement its own transaction;
+# - LeaseMachines::Store on PostgreSQL over a Unix socket and over TCP (a throwaway PostgresCluster under tmp/,
+#   fsync on, synchronous_commit on), and a one-statement upsert lease in ShedLock's style on the same server
+#   (autocommit, one statement, one round trip per decision);
+# - with_advisory_lock (ActiveRecord's postgresql adapter) on the same server: with_advisory_lock("...") {} per cycle;
+# - Redis: SET NX PX and a compare-and-delete script (EVAL) through redis-client, on a throwaway redis-server that
+#   keeps nothing (--save "" --appendonly no);
+# - the PostgreSQL rows again over TCP through a network namespace and a veth pair with netem's delay on both ends
+#   (BENCH_NETEM_DELAY_MS each way, default 0.5: a round trip gains 1 ms). Needs root and the kernel's netem: where
+#   either is missing, those rows are skipped and the reason printed. 0 makes the link without netem.
+#
+# Every durable row commits one write per decision (checked: the store's revisions, and PostgreSQL's own count of
+# WAL flushes, pg_stat_wal). Round trips are counted on the timed connections before timing. Targets (issue #27):
+# the store's time per operation at most 1.3x the upsert's on SQLite and at most 1.5x on PostgreSQL (socket and
+# TCP), for lock cycles and renewals. with_advisory_lock and Redis have no target: they are what giving up
+# durability and fencing buys.
+#
+# Timing: benchmark-ips, BENCH_WARMUP (default 1 s) per report once, then BENCH_TIME (default 3 s) per report split
+# into BENCH_ROUNDS (default 9) rounds; a round times every row of a group in turn, so that the store and the upsert
+# it is compared with share the machine's moments (a neighbour's burst of fsyncs or of CPU); a figure is the median
+# of its rounds, ± half their interquartile range, and a ratio the median of the rounds' own ratios. After timing,
+# each store and its upsert run again with their time taken apart: the native decision, this thread's and the server
+# backend's time on a CPU and waiting for one (schedstat), the rest (the disk, the network), and the whole without
+# the commit's flush (SQLite's synchronous OFF, PostgreSQL's fsync off). About two minutes in all. The last thing
+# printed is the README's Markdown.
+
+require "fileutils"
+require_relative "support"
+require_relative "stores_locks"
+require_relative "stores_servers"
+require_relative "../examples/support/postgres_cluster"
+require "lease_machines/store"
+
+module Bench
+  module Stores
+    ROUNDS = Integer(ENV.fetch("BENCH_ROUNDS", "9"))
+    # The warmup of every round after the first: benchmark-ips' estimate of cycles per 100 ms, again.
+    REWARMUP = 0.1
+    DELAY_MS = Float(ENV.fetch("BENCH_NETEM_DELAY_MS", "0.5"))
+    # Lock cycles and renewals per row, counted (round trips, WAL flushes, revisions) before timing, and timed part
+    # by part after it.
+    CHECKS = 20
+    PARTS = 500
+    TARGETS = { sqlite: 1.3, postgresql: 1.5 }.freeze
+
+    # A figure from several rounds (in round order): the median, and half the interquartile range, relative.
+    Rate = Data.define(:samples) do
+      def median = Stores.quantile(samples, 0.5)
+      def spread = (Stores.quantile(samples, 0.75) - Stores.quantile(samples, 0.25)) / 2.0 / median
+
+      # How many times this one's time per operation +other+'s is: the median of the rounds' ratios, each taken
+      # between two reports of the same round.
+      def times(other) = Stores.quantile(other.samples.zip(samples).map { |a, b| a / b }, 0.5)
+
+      def to_s
+        digits = median >= 100 ? median.round.to_s.reverse.scan(/\d{1,3}/).join(",").reverse : format("%.1f", median)
+        "#{digits} ±#{(spread * 100).round}%"
+      end
+    end
+
+    # The locks of one group, timed together ([name, kind, a proc that opens it] each): how they are reached, the
+    # store's target against the upsert (nil: none), and the link whose namespace their connections are opened in.
+    Group = Data.define(:over, :target, :locks, :link)
+
+    # One row of the table: the lock, its group, and its figures (round trips and WAL flushes per decision; nil
+    # for a lock in this process, or not on PostgreSQL).
+    Row = Data.define(:name, :group, :kind, :lock, :cycles, :renewals, :trips, :wal_syncs) do
+      def over = group.over
+      def store? = kind == :store
+      def in_process? = trips.nil?
+    end
+
+    # Where one lock's decision time goes, in seconds per decision: the whole, the native decision (the store's;
+    # nil for others), the benchmark thread's and the server backend's time on a CPU and waiting for one (their
+    # schedstat; nil in process), and the whole again with commits that do not wait for the disk.
+    Profile = Data.define(:over, :name, :whole, :native, :client_cpu, :client_wait, :server_cpu, :server_wait,
+                          :unflushed) do
+      def waiting = client_wait + (server_wait || 0)
+      def other = whole - client_cpu - (server_cpu || 0) - waiting
+    end
+
+    class Run
+      def initialize
+        @dir = File.expand_path("../tmp/bench-stores-#{Process.pid}", __dir__)
+        @rows = []
+        @skipped = []
+        @notes = []
+        @closing = []
+      end
+
+      def call
+        FileUtils.mkdir_p(@dir)
+        Bench.header("lock cycles and renewals per second: the lease store against other locks (bench/stores.rb)")
+        puts "os:        #{Stores.os}, #{Etc.uname[:sysname]} #{Etc.uname[:release]}"
+        puts "rounds:    #{ROUNDS} per report (BENCH_ROUNDS), #{format("%.2g", Bench::TIME / ROUNDS)} s each; " \
+             "median ± half the interquartile range; ratios: the median of the rounds' own"
+        pressure = Stores.cpu_pressure
+        servers
+        @notes.each { puts _1 }
+        groups.each { time(_1) }
+        breakdown
+        @pressure = pressure && Stores.cpu_pressure&.then { |now| (now[0] - pressure[0]) / (now[1] - pressure[1]) }
+        puts "pressure:  tasks waited for a CPU #{Stores.percent(@pressure)} of the run (PSI cpu some)" if @pressure
+        puts
+        puts markdown
+      ensure
+        @closing.reverse_each do |close|
+          close.call
+        rescue StandardError => e
+          warn "bench/stores.rb: cleaning up: #{e.class}: #{e.message}"
+        end
+        FileUtils.rm_rf(@dir)
+      end
+
+      private
+
+      # The servers and the link, each skipped (with its reason) when it cannot be had.
+      def servers
+        @link = available("the PostgreSQL rows through the delayed link") do
+          DelayedLink.new(delay_ms: DELAY_MS).open.tap { |link| @closing << -> { link.close } }
+        end
+        @cluster = available("the PostgreSQL rows") { postgres }
+        @redis = available("the Redis row") do
+          require "redis-client"
+          RedisServer.new(File.join(@dir, "redis")).start.tap { |redis| @closing << -> { redis.stop } }
+        end
+        @notes << "sqlite:    SQLite #{SQLite3::SQLITE_VERSION} (sqlite3 gem #{SQLite3::VERSION}), files in " \
+                  "#{relative(@dir)}/"
+        if @redis
+          @notes << "redis:     Redis #{@redis.version} on 127.0.0.1:#{@redis.port}, --save \"\" --appendonly no"
+        end
+        @skipped.each { |what, why| @notes << "skipped:   #{what}: #{why}" }
+      end
+
+      def available(what)
+        yield
+      rescue Unavailable, PostgresCluster::Error, LoadError => e
+        @skipped << [what, e.message]
+        nil
+      end
+
+      # A throwaway cluster; with the link, listening on its server end too and trusting its client end.
+      def postgres
+        reason = PostgresCluster.unavailable_reason
+        raise Unavailable, reason if reason
+
+        listen, trust = @link ? [[@link.server_address], [@link.network]] : [[], []]
+        cluster = PostgresCluster.new.start(dir: File.join(@dir, "postgres"), listen: listen, trust: trust)
+        @closing << -> { cluster.destroy }
+        @admin = PG.connect(cluster.socket_url)
+        @closing << -> { @admin.close }
+        settings = %w[server_version fsync synchronous_commit wal_sync_method].map do |name|
+          @admin.exec("SHOW #{name}").getvalue(0, 0)
+        end
+        @notes << "postgres:  PostgreSQL #{settings[0]} in #{relative(cluster.dir)}, fsync #{settings[1]}, " \
+                  "synchronous_commit #{settings[2]}, wal_sync_method #{settings[3]}"
+        require "active_record"
+        require "with_advisory_lock"
+        cluster
+      end
+
+      def link_url = "postgresql://#{PostgresCluster::USER}@#{@link.server_address}:#{@cluster.port}/postgres"
+
+      def groups
+        sqlite = Group.new("in process", TARGETS[:sqlite], [
+                             ["`LeaseMachines::Store`, SQLite", :store,
+                              -> { StoreLock.new(File.join(@dir, "store.sqlite3"), resource: "bench") }],
+                             ["one-statement upsert, SQLite", :upsert,
+                              -> { SQLiteUpsertLock.new(File.join(@dir, "upsert.sqlite3"), resource: "bench") }]
+                           ], nil)
+        list = [sqlite]
+        if @cluster
+          list << postgresql_group("Unix socket", @cluster.socket_url, TARGETS[:postgresql])
+          list << postgresql_group("TCP 127.0.0.1", @cluster.url, TARGETS[:postgresql])
+        end
+        if @redis
+          list << Group.new("TCP 127.0.0.1", nil, [["Redis `SET NX PX` + compare-and-delete (`EVAL`)", :redis,
+                                                    -> { RedisLock.new(@redis.client, resource: "bench") }]], nil)
+        end
+        if @cluster && @link
+          rtt = 2 * DELAY_MS
+          over = DELAY_MS.positive? ? "TCP, +#{format("%g", rtt)} ms round trip (netem)" : "TCP through a veth pair"
+          list << postgresql_group(over, link_url, nil, link: @link)
+        end
+        list
+      end
+
+      # The PostgreSQL rows over +url+ (each group its own resource: the renewed leases stay held).
+      def postgresql_group(over, url, target, link: nil)
+        resource = "bench #{over}"
+        config = PG::Connection.conninfo_parse(url).to_h { [_1[:keyword], _1[:val]] }.compact
+        model = advisory_model(host: config["host"], port: Integer(config["port"]), database: config["dbname"],
+                               username: config["user"])
+        Group.new(over, target, [
+                    ["`LeaseMachines::Store`, PostgreSQL", :store, -> { StoreLock.new(url, resource: resource) }],
+                    ["one-statement upsert (ShedLock's SQL)", :upsert,
+                     -> { PostgreSQLUpsertLock.new(url, resource: resource) }],
+                    ["`with_advisory_lock` (ActiveRecord)", :advisory,
+                     -> { AdvisoryLock.new(model, resource: resource) }]
+                  ], link)
+      end
+
+      # An abstract ActiveRecord class of its own per server address (with_advisory_lock uses the class's
+      # connection).
+      def advisory_model(**config)
+        @models = (@models || 0) + 1
+        model = Class.new(ActiveRecord::Base) { self.abstract_class = true }
+        Stores.const_set("AdvisoryRecord#{@models}", model)
+        model.establish_connection(adapter: "postgresql", **config)
+        model
+      end
+
+      # Opens the group's locks (inside the link's namespace for its group), checks and counts each, then times them
+      # all, round by round.
+      def time(group)
+        locks = group.locks.map do |name, kind, open|
+          lock = group.link ? group.link.inside(&open) : open.call
+          @closing << -> { lock.close }
+          verify_route(lock, group)
+          [name, kind, lock]
+        end
+        counts = locks.to_h { |name, _, lock| [name, count(name, lock)] }
+        counted = counts.map do |name, (trips, syncs)|
+          "#{name.delete("`")}: #{trips ? format("%.2f", trips) : "no"} round trips" +
+            (syncs ? format(", %.2f WAL flushes", syncs) : "")
+        end
+        puts "counted:   #{group.over}, per decision: #{counted.join("; ")}"
+        rates = measure(locks)
+        locks.each do |name, kind, lock|
+          trips, syncs = counts.fetch(name)
+          @rows << Row.new(name, group, kind, lock, rates.fetch([name, :cycle]), rates[[name, :renew]], trips, syncs)
+        end
+      end
+
+      # Checks that the lock's connection comes from where its row says: the Unix socket, 127.0.0.1, or the link's
+      # far end.
+      def verify_route(lock, group)
+        connection = lock.pg_connection or return
+        client = connection.exec("SELECT host(inet_client_addr())").getvalue(0, 0)
+        expected = if group.link then group.link.client_address
+                   elsif group.over.start_with?("Unix") then nil
+                   else "127.0.0.1"
+                   end
+        Bench.expect!("the connection of #{lock.class} over #{group.over}", client, expected)
+      end
+
+      # [round trips, WAL flushes] per decision (acquire, release, renewal: cycles count two), over CHECKS cycles and
+      # CHECKS renewals, and the store's revisions: one per decision.
+      def count(name, lock)
+        revisions = lock.revisions if lock.respond_to?(:revisions)
+        syncs_before = wal_syncs(lock)
+        lock.round_trips&.count = 0
+        failed = CHECKS.times.count { !lock.cycle }
+        failed += CHECKS.times.count { !lock.renew } if lock.renews?
+        trips = lock.round_trips&.count
+        syncs = wal_syncs(lock)
+        decisions = CHECKS * (lock.renews? ? 3 : 2)
+        Bench.expect!("#{name}: cycles and renewals that took another path", failed, 0)
+        Bench.expect!("#{name}: revisions per decision", lock.revisions - revisions, decisions) if revisions
+        [trips&.fdiv(decisions), syncs && (syncs - syncs_before).fdiv(decisions)]
+      end
+
+      # PostgreSQL's count of WAL flushes, once the lock's backend has reported its own (the statistics are
+      # flushed when a backend goes idle, at most once a second unless forced).
+      def wal_syncs(lock)
+        connection = lock.pg_connection or return
+        connection.exec("SELECT pg_stat_force_next_flush()")
+        sleep 0.05
+        Integer(@admin.exec("SELECT wal_sync FROM pg_stat_wal").getvalue(0, 0))
+      end
+
+      # benchmark-ips, ROUNDS times over every workload of the group: {[name, :cycle or :renew] => Rate}.
+      def measure(locks)
+        workloads = locks.flat_map do |name, _, lock|
+          (lock.renews? ? %i[cycle renew] : %i[cycle]).map { |kind| [[name, kind], workload(name, lock, kind)] }
+        end
+        samples = Hash.new { |hash, key| hash[key] = [] }
+        ROUNDS.times do |round|
+          report = Benchmark.ips do |job|
+            job.config(warmup: round.zero? ? Bench::WARMUP : REWARMUP, time: Bench::TIME / ROUNDS, quiet: true)
+            workloads.each_with_index { |(_, work), index| job.report(index.to_s, &work) }
+          end
+          report.entries.each { |entry| samples[workloads[Integer(entry.label)].first] << entry.ips }
+        end
+        samples.transform_values { Rate.new(_1) }
+      end
+
+      def workload(name, lock, kind)
+        lambda do |times|
+          failed = 0
+          i = 0
+          while i < times
+            failed += 1 unless lock.public_send(kind)
+            i += 1
+          end
+          Bench.expect!("#{name}: #{kind}s that took another path", failed, 0)
+        end
+      end
+
+      # Where the store's and the upsert's decisions spend their time, PARTS cycles each after all timing (the
+      # timer stays on the native decision, and the flush stays off): on a CPU (this thread's, the server
+      # backend's), waiting for one (a busy machine), or neither (the disk's flush, the network); then again without
+      # the flush. And a bare round trip on each PostgreSQL transport.
+      def breakdown
+        @profiles = []
+        @round_trips = {}
+        native = [0.0]
+        Stores.wrap(LeaseMachines.singleton_class, %i[_store_decide]) do |_, &call|
+          started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          call.call
+        ensure
+          native[0] += Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+        end
+        @rows.select(&:store?).each do |row|
+          upsert = @rows.find { _1.over == row.over && _1.kind == :upsert }
+          pair = [row, upsert]
+          durable = pair.map do |each|
+            native[0] = 0.0
+            profile(each.lock).then { |times| [*times, each.store? ? native[0] / (2 * PARTS) : nil] }
+          end
+          without_flush(pair.map(&:lock)) do
+            pair.zip(durable) do |each, (whole, cpu, wait, server_cpu, server_wait, decided)|
+              unflushed = seconds { PARTS.times { each.lock.cycle } } / (2 * PARTS)
+              @profiles << Profile.new(row.over, each.name, whole, decided, cpu, wait, server_cpu, server_wait,
+                                       unflushed)
+            end
+          end
+          connection = upsert.lock.pg_connection
+          @round_trips[row.over] = seconds { PARTS.times { connection.exec("SELECT 1") } } / PARTS if connection
+        end
+      end
+
+      # Runs the block with commits that do not wait for the disk: SQLite's synchronous OFF on the locks' connections
+      # (left so after), PostgreSQL's fsync off for the whole server until the block is done (the store's own
+      # transactions set synchronous_commit on, whatever the session's).
+      def without_flush(locks)
+        locks.filter_map(&:sqlite_connection).each { _1.execute("PRAGMA synchronous = OFF") }
+        servers = locks.filter_map(&:pg_connection)
+        server_fsync("off", servers) unless servers.empty?
+        yield
+      ensure
+        server_fsync("on", servers) unless servers.nil? || servers.empty?
+      end
+
+      # Sets the server's fsync and waits until every one of +connections+ has read it (a backend reloads its
+      # settings between statements).
+      def server_fsync(value, connections)
+        @admin.exec("ALTER SYSTEM SET fsync = #{value}")
+        @admin.exec("SELECT pg_reload_conf()")
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+        until connections.all? { _1.exec("SHOW fsync").getvalue(0, 0) == value }
+          abort "bench/stores.rb: the server did not take fsync = #{value}" \
+            if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+          sleep 0.01
+        end
+      end
+
+      # [whole, this thread's CPU, its wait for a CPU, the backend's CPU, its wait] per decision over PARTS cycles.
+      def profile(lock)
+        backend = lock.pg_connection&.backend_pid
+        before = schedstat("thread-self") + (backend ? schedstat(backend) : [])
+        whole = seconds { PARTS.times { lock.cycle } }
+        after = schedstat("thread-self") + (backend ? schedstat(backend) : [])
+        spent = after.zip(before).map { |a, b| (a - b) / 1e9 }
+        [whole, *spent, *([nil, nil] unless backend)].map { _1 && _1 / (2 * PARTS) }
+      end
+
+      # [time on a CPU, time waiting for one] of a task so far, in nanoseconds (CONFIG_SCHED_INFO).
+      def schedstat(task) = File.read("/proc/#{task}/schedstat").split.first(2).map { Integer(_1) }
+
+      def seconds
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        yield
+        Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+      end
+
+      def relative(path) = path.delete_prefix("#{File.expand_path("..", __dir__)}/")
+
+      def markdown
+        Table.new(@rows, @profiles, @round_trips, @skipped, @pressure).to_s
+      end
+    end
+
+    # The README's tables, from the rows.
+    class Table
+      def initialize(rows, profiles, round_trips, skipped, pressure)
+        @pressure = pressure
+        @rows = rows
+        @profiles = profiles
+        @round_trips = round_trips
+        @skipped = skipped
+      end
+
+      def to_s
+        [main, "", counted, "", ratios, "", breakdown, *skipped].join("\n")
+      end
+
+      private
+
+      def main
+        lines = ["| lock | reached over | lock cycles/s | renewals/s | round trips per decision | durable | fences |",
+                 "|---|---|---:|---:|---|---|---|"]
+        @rows.each do |row|
+          lines << "| #{row.name} | #{row.over} | #{row.cycles} | #{row.renewals || "n/a"} | #{trips(row)} | " \
+                   "#{row.lock.durable? ? "yes" : "no"} | #{row.lock.fences? ? "yes" : "no"} |"
+        end
+        lines.join("\n")
+      end
+
+      # What the check before timing counted on the timed connections: PostgreSQL's WAL flushes per decision.
+      def counted
+        flushes = @rows.select(&:wal_syncs).group_by(&:name).map do |name, rows|
+          "#{name} #{rows.map { format("%.2f", _1.wal_syncs) }.uniq.join(" to ")}"
+        end
+        pressure = @pressure ? " Tasks waited for a CPU #{Stores.percent(@pressure)} of the run (PSI)." : ""
+        wrap("WAL flushes per decision (`pg_stat_wal`, counted before timing): #{flushes.join(", ")}.#{pressure}")
+      end
+
+      def trips(row)
+        return "none (in process)" if row.in_process?
+
+        per = row.trips.round(2)
+        text = per == per.round ? per.round.to_s : per.to_s
+        row.kind == :advisory ? "#{text} (#{(per * 2).round} per cycle)" : text
+      end
+
+      def ratios
+        lines = ["| store's time / the upsert's | lock cycles | renewals | target |", "|---|---:|---:|---|"]
+        @rows.select(&:store?).each do |store|
+          upsert = @rows.find { _1.over == store.over && _1.kind == :upsert }
+          cycles = store.cycles.times(upsert.cycles)
+          renewals = store.renewals.times(upsert.renewals)
+          lines << "| #{store.name.split(", ").last}, #{store.over} | #{format("%.2fx", cycles)} | " \
+                   "#{format("%.2fx", renewals)} | #{verdict(store.group.target, [cycles, renewals].max)} |"
+        end
+        lines.join("\n")
+      end
+
+      def verdict(target, ratio)
+        return "none (2 round trips against 1)" unless target
+
+        "at most #{target}x: #{ratio <= target ? "met" : "**missed**"}"
+      end
+
+      def breakdown
+        lines = ["| a decision, over | lock | whole | native decision | on a CPU: client | on a CPU: server | " \
+                 "waiting for a CPU | the rest: disk, network (less overlap) | whole, without the flush |",
+                 "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        @profiles.each do |p|
+          cells = [p.whole, p.native, p.client_cpu, p.server_cpu, p.waiting, p.other, p.unflushed]
+          lines << "| #{p.over} | #{p.name} | #{cells.map { _1 ? us(_1) : "n/a" }.join(" | ")} |"
+        end
+        trips = @round_trips.map { |over, seconds| "#{over} #{us(seconds)}" }
+        lines << "" << wrap("A round trip (`SELECT 1`): #{trips.join(", ")}.") unless trips.empty?
+        lines.join("\n")
+      end
+
+      def us(seconds) = seconds >= 1e-4 ? "#{(seconds * 1e6).round} µs" : format("%.1f µs", seconds * 1e6)
+
+      def skipped
+        @skipped.map { |what, why| "\n#{wrap("Skipped: #{what}: #{why}.")}" }
+      end
+
+      # +text+ in lines of at most 120 characters, as the README's prose.
+      def wrap(text) = text.gsub(/(.{1,120})(?: +|\z)/, "\\1\n").chomp
+    end
+
+    module_function
+
+    def percent(share) = "#{(share * 100).round}%"
+
+    # The +q+ quantile of +values+, interpolated between the two nearest.
+    def quantile(values, q)
+      sorted = values.sort
+      at = q * (sorted.size - 1)
+      low = sorted[at.floor]
+      low + ((sorted[at.ceil] - low) * (at - at.floor))
+    end
+
+    # The distribution (os-release's PRETTY_NAME).
+    def os
+      File.read("/etc/os-release")[/^PRETTY_NAME="?([^"\n]*)/, 1] || "unknown"
+    rescue SystemCallError
+      "unknown"
+    end
+
+    # [seconds tasks waited for a CPU in all (PSI's cpu "some" total), the monotonic clock], or nil without PSI.
+    def cpu_pressure
+      total = File.read("/proc/pressure/cpu")[/^some .*total=(\d+)/, 1] or return
+      [Integer(total) / 1e6, Process.clock_gettime(Process::CLOCK_MONOTONIC)]
+    rescue SystemCallError
+      nil
+    end
+  end
+end
+
+Bench::Stores::Run.new.call if $PROGRAM_NAME == __FILE__

@@ -1,0 +1,228 @@
+# frozen_string_literal: true
+
+module Bench
+  module Stores
+    module_function
+
+    # Prepends to +klass+ a method for each of +names+ that runs +around+ (given the name and, as its block, the
+    # original call).
+    def wrap(klass, names, &around)
+      klass.prepend(Module.new do
+        names.each do |name|
+          define_method(name) { |*args, **options, &block| around.call(name) { super(*args, **options, &block) } }
+        end
+      end)
+    end
+
+    # The owner every lock below is held by, its TTL, and the name of the resource (each lock adds its own suffix).
+    OWNER = 1
+    TTL = 30.0
+
+    # Counts the calls an object makes that wait for its server's answer: one round trip each (a pipeline's sync
+    # is one, whatever it carries).
+    class RoundTrips
+      # PG::Connection's waiting methods (#exec and #query are aliases that a singleton's #async_exec does not see).
+      PG = %i[exec query async_exec sync_exec exec_params async_exec_params sync_exec_params exec_prepared
+              async_exec_prepared sync_exec_prepared prepare async_prepare sync_prepare pipeline_sync].freeze
+      REDIS = %i[call call_v call_once call_once_v blocking_call blocking_call_v pipelined multi].freeze
+
+      attr_accessor :count
+
+      def initialize(object, methods)
+        @count = 0
+        Stores.wrap(object.singleton_class, methods) do |_, &call|
+          @count += 1
+          call.call
+        end
+      end
+    end
+
+    # What every lock answers: its row's description, and one lock cycle (acquire, then release) or one renewal of
+    # a lock it holds, each true when it took the path it is meant to (granted, released, renewed).
+    class Lock
+      attr_reader :round_trips
+
+      def renews? = true
+      def durable? = true
+      def fences? = false
+      def close; end
+
+      # The PG::Connection of this lock's client, for the server's statistics (nil: not PostgreSQL).
+      def pg_connection = nil
+
+      # The SQLite3::Database of this lock (nil: not SQLite).
+      def sqlite_connection = nil
+    end
+
+    # LeaseMachines::Store: a durable lease with a fencing token, one transaction per decision.
+    class StoreLock < Lock
+      def initialize(database, resource:)
+        super()
+        @store = LeaseMachines::Store.new(database)
+        @resource = resource
+        @renewed = "#{resource}/renewed"
+        @token = @store.acquire(resource: @renewed, owner: OWNER, ttl: TTL).lease.token
+        @round_trips = RoundTrips.new(pg_connection, RoundTrips::PG) if pg_connection
+      end
+
+      attr_reader :store
+
+      def fences? = true
+      def pg_connection = @store.adapter_name == :postgresql ? @store.database : nil
+      def sqlite_connection = @store.adapter_name == :sqlite ? @store.database : nil
+
+      def cycle
+        decision = @store.acquire(resource: @resource, owner: OWNER, ttl: TTL)
+        decision.granted? && @store.release(resource: @resource, owner: OWNER, token: decision.lease.token).released?
+      end
+
+      def renew = @store.renew(resource: @renewed, owner: OWNER, token: @token, ttl: TTL).renewed?
+
+      # How many accepted changes (committed writes) the two resources' rows have seen.
+      def revisions = @store.revision(resource: @resource) + @store.revision(resource: @renewed)
+
+      def close = @store.close
+    end
+
+    # The one-statement SQLite lease: an upsert that takes an expired (or released) row, a DELETE of the owner's row
+    # to release, an UPDATE of a live row to renew; each statement its own transaction (autocommit), on a connection
+    # with the store's pragmas (WAL, synchronous FULL), prepared once. The time is the machine's wall clock, as the
+    # store's on SQLite.
+    class SQLiteUpsertLock < Lock
+      SCHEMA = "CREATE TABLE IF NOT EXISTS bench_leases (name TEXT PRIMARY KEY, owner INTEGER NOT NULL, " \
+               "expires_at REAL NOT NULL)"
+      ACQUIRE = <<~SQL
+        INSERT INTO bench_leases (name, owner, expires_at) VALUES (?1, ?2, ?3 + ?4)
+        ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+        WHERE bench_leases.expires_at <= ?3
+      SQL
+      RELEASE = "DELETE FROM bench_leases WHERE name = ?1 AND owner = ?2"
+      RENEW = "UPDATE bench_leases SET expires_at = ?3 + ?4 WHERE name = ?1 AND owner = ?2 AND expires_at > ?3"
+
+      def initialize(path, resource:)
+        super()
+        @db = SQLite3::Database.new(path)
+        @db.execute("PRAGMA journal_mode = WAL")
+        @db.execute("PRAGMA synchronous = FULL")
+        @db.execute(SCHEMA)
+        @acquire, @release, @renew = [ACQUIRE, RELEASE, RENEW].map { @db.prepare(_1) }
+        @resource = resource
+        @renewed = "#{resource}/renewed"
+        @acquire.execute(@renewed, OWNER, LeaseMachines::Store::WALL_CLOCK.call, TTL)
+      end
+
+      def sqlite_connection = @db
+
+      def cycle
+        @acquire.execute(@resource, OWNER, LeaseMachines::Store::WALL_CLOCK.call, TTL)
+        return false unless @db.changes == 1
+
+        @release.execute(@resource, OWNER)
+        @db.changes == 1
+      end
+
+      def renew
+        @renew.execute(@renewed, OWNER, LeaseMachines::Store::WALL_CLOCK.call, TTL)
+        @db.changes == 1
+      end
+
+      def close
+        [@acquire, @release, @renew].each(&:close)
+        @db.close
+      end
+    end
+
+    # The one-statement PostgreSQL lease in ShedLock's style (its JdbcTemplate provider's PostgreSQL SQL with the
+    # database's time): an INSERT ... ON CONFLICT DO UPDATE that takes an expired row, an UPDATE that ends the lock
+    # at now() to release, an UPDATE of a live row to renew (ShedLock's extend). Autocommit: each statement is its
+    # own transaction, committed with the server's fsync and synchronous_commit, one round trip.
+    class PostgreSQLUpsertLock < Lock
+      SCHEMA = <<~SQL
+        CREATE TABLE IF NOT EXISTS shedlock (name varchar(64) PRIMARY KEY, lock_until timestamptz NOT NULL,
+          locked_at timestamptz NOT NULL, locked_by varchar(255) NOT NULL)
+      SQL
+      ACQUIRE = <<~SQL
+        INSERT INTO shedlock (name, lock_until, locked_at, locked_by) VALUES ($1, now() + $2::interval, now(), $3)
+        ON CONFLICT (name) DO UPDATE SET lock_until = now() + $2::interval, locked_at = now(), locked_by = $3
+        WHERE shedlock.lock_until <= now()
+      SQL
+      RELEASE = "UPDATE shedlock SET lock_until = now() WHERE name = $1 AND locked_by = $2"
+      RENEW = "UPDATE shedlock SET lock_until = now() + $2::interval WHERE name = $1 AND locked_by = $3 " \
+              "AND lock_until > now()"
+
+      def initialize(url, resource:)
+        super()
+        @connection = ::PG.connect(url)
+        @connection.exec("SET client_min_messages = warning")
+        @connection.exec(SCHEMA)
+        @resource = resource
+        @renewed = "#{resource}/renewed"
+        @ttl = "#{TTL} seconds"
+        @owner = "bench-#{OWNER}"
+        @connection.exec_params(ACQUIRE, [@renewed, @ttl, @owner])
+        @round_trips = RoundTrips.new(@connection, RoundTrips::PG)
+      end
+
+      def pg_connection = @connection
+
+      def cycle
+        @connection.exec_params(ACQUIRE, [@resource, @ttl, @owner]).cmd_tuples == 1 &&
+          @connection.exec_params(RELEASE, [@resource, @owner]).cmd_tuples == 1
+      end
+
+      def renew = @connection.exec_params(RENEW, [@renewed, @ttl, @owner]).cmd_tuples == 1
+
+      def close = @connection.close
+    end
+
+    # with_advisory_lock through ActiveRecord's postgresql adapter: a session-level advisory lock taken and given
+    # back around an empty block (pg_try_advisory_lock, pg_advisory_unlock). Nothing is written, and the lock ends
+    # with the session: no renewal, no token.
+    class AdvisoryLock < Lock
+      def initialize(model, resource:)
+        super()
+        @model = model
+        @resource = resource
+        @round_trips = RoundTrips.new(pg_connection, RoundTrips::PG)
+      end
+
+      def renews? = false
+      def durable? = false
+      def pg_connection = @model.lease_connection.raw_connection
+
+      def cycle = @model.with_advisory_lock(@resource) { true } == true
+
+      def close = @model.remove_connection
+    end
+
+    # Redis through redis-client: SET key value NX PX ttl to acquire, a compare-and-delete script (EVAL) to release,
+    # a compare-and-PEXPIRE script to renew, on a server that keeps nothing on disk.
+    class RedisLock < Lock
+      RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+      RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) " \
+              "else return 0 end"
+
+      def initialize(client, resource:)
+        super()
+        @client = client
+        @resource = resource
+        @renewed = "#{resource}/renewed"
+        @owner = "bench-#{OWNER}"
+        @ttl = (TTL * 1000).round
+        @client.call("SET", @renewed, @owner, "PX", @ttl)
+        @round_trips = RoundTrips.new(@client, RoundTrips::REDIS)
+      end
+
+      def durable? = false
+
+      def cycle
+        @client.call("SET", @resource, @owner, "NX", "PX", @ttl) == "OK" &&
+          @client.call("EVAL", RELEASE, 1, @resource, @owner) == 1
+      end
+
+      def renew = @client.call("EVAL", RENEW, 1, @renewed, @owner, @ttl) == 1
+
+      def close = @client.close
+    end
+  end
+end
