@@ -50,6 +50,7 @@ module Bench
     # by part after it.
     CHECKS = 20
     PARTS = 500
+    SLICES = 5
     TARGETS = { sqlite: 1.3, postgresql: 1.5 }.freeze
 
     # A figure from several rounds (in round order): the median, and half the interquartile range, relative.
@@ -323,16 +324,13 @@ module Bench
         @rows.select(&:store?).each do |row|
           upsert = @rows.find { _1.over == row.over && _1.kind == :upsert }
           pair = [row, upsert]
-          durable = pair.map do |each|
-            native[0] = 0.0
-            profile(each.lock).then { |times| [*times, each.store? ? native[0] / (2 * PARTS) : nil] }
-          end
-          without_flush(pair.map(&:lock)) do
-            pair.zip(durable) do |each, (whole, cpu, wait, server_cpu, server_wait, decided)|
-              unflushed = seconds { PARTS.times { each.lock.cycle } } / (2 * PARTS)
-              @profiles << Profile.new(row.over, each.name, whole, decided, cpu, wait, server_cpu, server_wait,
-                                       unflushed)
-            end
+          locks = pair.map(&:lock)
+          durable = profile(locks, native)
+          unflushed = without_flush(locks) { profile(locks, native) }
+          pair.zip(durable, unflushed) do |each, (whole, cpu, wait, server_cpu, server_wait, decided), again|
+            server = each.lock.pg_connection
+            @profiles << Profile.new(row.over, each.name, whole, each.store? ? decided : nil, cpu, wait,
+                                     server && server_cpu, server && server_wait, again.first)
           end
           connection = upsert.lock.pg_connection
           @round_trips[row.over] = seconds { PARTS.times { connection.exec("SELECT 1") } } / PARTS if connection
@@ -364,18 +362,26 @@ module Bench
         end
       end
 
-      # [whole, this thread's CPU, its wait for a CPU, the backend's CPU, its wait] per decision over PARTS cycles.
-      def profile(lock)
-        backend = lock.pg_connection&.backend_pid
-        before = schedstat("thread-self") + (backend ? schedstat(backend) : [])
-        whole = seconds { PARTS.times { lock.cycle } }
-        after = schedstat("thread-self") + (backend ? schedstat(backend) : [])
-        spent = after.zip(before).map { |a, b| (a - b) / 1e9 }
-        [whole, *spent, *([nil, nil] unless backend)].map { _1 && _1 / (2 * PARTS) }
+      # [whole, this thread's CPU, its wait for a CPU, the backend's CPU, its wait, the native decision] per decision
+      # of each of +locks+ over PARTS cycles, the locks taking turns in SLICES slices (a slow moment of the disk or
+      # the machine falls on both). +native+ is where the native decision's timer adds up.
+      def profile(locks, native)
+        sums = locks.map { Array.new(6, 0.0) }
+        SLICES.times do
+          locks.each_with_index do |lock, index|
+            tasks = ["thread-self", lock.pg_connection&.backend_pid]
+            native[0] = 0.0
+            before = tasks.flat_map { schedstat(_1) }
+            whole = seconds { (PARTS / SLICES).times { lock.cycle } }
+            spent = tasks.flat_map { schedstat(_1) }.zip(before).map { |a, b| (a - b) / 1e9 }
+            sums[index] = sums[index].zip([whole, *spent, native[0]]).map(&:sum)
+          end
+        end
+        sums.map { |sum| sum.map { _1 / (2 * PARTS) } }
       end
 
-      # [time on a CPU, time waiting for one] of a task so far, in nanoseconds (CONFIG_SCHED_INFO).
-      def schedstat(task) = File.read("/proc/#{task}/schedstat").split.first(2).map { Integer(_1) }
+      # [time on a CPU, time waiting for one] of a task so far, in nanoseconds (CONFIG_SCHED_INFO); zeros for none.
+      def schedstat(task) = task ? File.read("/proc/#{task}/schedstat").split.first(2).map { Integer(_1) } : [0, 0]
 
       def seconds
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
