@@ -118,8 +118,11 @@ module InstalledGem
       end
   end
 
+  # Runs RUBY (a command Array) with ARGS outside this process's bundle: RUBY may be another CRuby, which must not
+  # load this one's Gemfile.lock (Bundler's RUBYOPT and BUNDLE_GEMFILE are dropped).
   def capture(ruby, env, *args, chdir: ROOT)
-    out, status = Open3.capture2e(env, *ruby, *args, chdir: chdir)
+    run = -> { Open3.capture2e(env, *ruby, *args, chdir: chdir) }
+    out, status = defined?(Bundler) ? Bundler.with_unbundled_env(&run) : run.call
     raise "#{ruby.last} #{args.first(2).join(" ")} failed:\n#{out}" unless status.success?
 
     out
