@@ -12,11 +12,11 @@ task test: :compile
 
 # The GC.stress pass is for the objects the extension makes, holds and hands out: every test file but these, which
 # check other things (the README's text, the SQLite store's SQL through the sqlite3 gem, the command line's output,
-# child processes, ActiveJob and ActiveRecord, the PostgreSQL server) and under GC.stress would spend minutes on other
+# child processes, ActiveJob and ActiveRecord, the PostgreSQL store's SQL through the pg gem and its server) and under GC.stress would spend minutes on other
 # libraries' allocations (the README's examples alone 116 s). Their extension objects are the ones the other files make.
 GC_STRESS_EXCLUDED = (%w[readme_test store_test store_inputs_test store_interrupt_test store_soak_test cli_test
                          worker_seven_test nightly_report_test railtie_test postgres_cluster_test
-                         store_postgresql_faults_test] +
+                         store_postgresql_test store_postgresql_faults_test] +
                       FileList["test/active_job_*_test.rb"].map { File.basename(_1, ".rb") }).freeze
 
 namespace :test do

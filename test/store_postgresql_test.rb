@@ -163,7 +163,15 @@ class StorePostgreSQLTest < Minitest::Test
     error = assert_raises(LeaseMachines::Fenced) { store.fenced(resource: R, token: token, statements: statements) }
     assert_equal :stale_token, error.reason
     assert_equal 2, conn.exec("SELECT count(*) FROM report").getvalue(0, 0).to_i, "the refused statements never ran"
-    assert_raises(TypeError) { store.fenced(resource: R, token: token, statements: [["SELECT 1"]]) }
+  end
+
+  def test_statements_that_are_not_sql_and_binds_pairs_are_refused
+    ill_typed!
+    store = open_store
+    token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
+    error = assert_raises(TypeError) { store.fenced(resource: R, token: token, statements: [["SELECT 1"]]) }
+    assert_match(/statements must be an Array of \[sql, binds\] pairs/, error.message)
+    assert_raises(TypeError) { store.fenced(resource: R, token: token, statements: [[:sql, []]]) }
     assert_raises(ArgumentError) { store.fenced(resource: R, token: token, statements: []) { nil } }
   end
 
