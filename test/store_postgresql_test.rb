@@ -49,6 +49,12 @@ class StorePostgreSQLTest < Minitest::Test
     LeaseMachines::Store.new(database, **options).tap { @stores << _1 }
   end
 
+  # Opens a transaction on +holder+ that holds the resource's row locked FOR UPDATE.
+  def lock_row(holder)
+    holder.exec("BEGIN")
+    holder.exec_params("SELECT 1 FROM lease_machines_leases WHERE resource = $1 FOR UPDATE", [R])
+  end
+
   def server_now = admin.exec("SELECT extract(epoch FROM clock_timestamp())::float8").getvalue(0, 0).to_f
 
   def test_it_is_the_postgresql_store_and_names_the_server_without_a_password
@@ -188,8 +194,7 @@ class StorePostgreSQLTest < Minitest::Test
     store = open_store(busy_timeout: 0.2)
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
     holder = connection
-    holder.exec("BEGIN")
-    holder.exec_params("SELECT 1 FROM lease_machines_leases WHERE resource = $1 FOR UPDATE", [R])
+    lock_row(holder)
     started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     error = assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0) }
     waited = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
@@ -317,8 +322,7 @@ class StorePostgreSQLTest < Minitest::Test
     store = open_store
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
     holder = connection
-    holder.exec("BEGIN")
-    holder.exec_params("SELECT 1 FROM lease_machines_leases WHERE resource = $1 FOR UPDATE", [R])
+    lock_row(holder)
     waiter = Thread.new { store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0) }
     sleep 0.3
     holder.exec_params("DELETE FROM lease_machines_leases WHERE resource = $1", [R])
@@ -347,8 +351,7 @@ class StorePostgreSQLTest < Minitest::Test
     store = open_store(busy_timeout: 0)
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
     holder = connection
-    holder.exec("BEGIN")
-    holder.exec_params("SELECT 1 FROM lease_machines_leases WHERE resource = $1 FOR UPDATE", [R])
+    lock_row(holder)
     started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0) }
     assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 1.0
@@ -396,8 +399,7 @@ class StorePostgreSQLTest < Minitest::Test
     store = open_store(busy_timeout: 10.0)
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
     holder = connection
-    holder.exec("BEGIN")
-    holder.exec_params("SELECT 1 FROM lease_machines_leases WHERE resource = $1 FOR UPDATE", [R])
+    lock_row(holder)
     pid = store.database.backend_pid
     killer = Thread.new do
       sleep 0.3
