@@ -15,7 +15,7 @@ class StorePostgreSQLTest < Minitest::Test
   module RoundTrips
     attr_accessor :round_trips
 
-    %i[pipeline_sync exec exec_params async_exec async_exec_params sync_exec sync_exec_params query].each do |name|
+    %i[pipeline_sync send_query exec exec_params async_exec async_exec_params sync_exec sync_exec_params query].each do |name|
       define_method(name) do |*args, **kwargs, &block|
         self.round_trips = (round_trips || 0) + 1
         super(*args, **kwargs, &block)
@@ -253,13 +253,15 @@ class StorePostgreSQLTest < Minitest::Test
     end
   end
 
-  def test_resource_names_are_bound_never_sql
+  def test_resource_names_are_bound_or_quoted_never_sql
     store = open_store
-    ["it's; DROP TABLE lease_machines_leases; --", "ünïcode ☃", "a" * LeaseMachines::MAX_RESOURCE_BYTES].each do |name|
+    names = ["it's; DROP TABLE lease_machines_leases; --", "a\\'; SELECT 1; --", "$1 \\0 \\1 %s", "ünïcode ☃",
+             "a" * LeaseMachines::MAX_RESOURCE_BYTES]
+    names.each do |name|
       assert_predicate store.acquire(resource: name, owner: 1, ttl: 1.0, now: 1.0), :granted?
       assert_equal 1, store.checkpoint(resource: name).last_issued
     end
-    assert_equal 3, admin.exec("SELECT count(*) FROM #{@schema}.lease_machines_leases").getvalue(0, 0).to_i
+    assert_equal names.sort, admin.exec("SELECT resource FROM #{@schema}.lease_machines_leases").column_values(0).sort
     error = assert_raises(ArgumentError) { store.acquire(resource: "a\0b", owner: 1, ttl: 1.0, now: 1.0) }
     assert_match(/NUL/, error.message)
     assert_raises(ArgumentError) { store.acquire(resource: "\xFF".b, owner: 1, ttl: 1.0, now: 1.0) }
@@ -324,6 +326,7 @@ class StorePostgreSQLTest < Minitest::Test
     holder = connection
     lock_row(holder)
     waiter = Thread.new { store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0) }
+    waiter.report_on_exception = false # its StoreError is the test's
     sleep 0.3
     holder.exec_params("DELETE FROM lease_machines_leases WHERE resource = $1", [R])
     holder.exec("COMMIT")
@@ -332,8 +335,20 @@ class StorePostgreSQLTest < Minitest::Test
     assert_equal 0, admin.exec("SELECT count(*) FROM #{@schema}.lease_machines_leases").getvalue(0, 0).to_i
   end
 
+  def test_a_row_deleted_between_requests_raises_store_error_once_and_the_next_request_starts_it_anew
+    store = open_store
+    assert_equal 1, store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0).lease.token
+    admin.exec_params("DELETE FROM #{@schema}.lease_machines_leases WHERE resource = $1", [R])
+    error = assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 30.0, now: 2.0) }
+    assert_match(/was deleted .*nothing was decided/, error.message)
+    assert_equal 0, admin.exec("SELECT count(*) FROM #{@schema}.lease_machines_leases").getvalue(0, 0).to_i
+    assert_predicate store.acquire(resource: R, owner: 8, ttl: 30.0, now: 3.0), :granted?
+    assert_equal 1, admin.exec("SELECT count(*) FROM #{@schema}.lease_machines_leases").getvalue(0, 0).to_i
+  end
+
   def test_the_connections_settings_change_no_decision_and_no_durability
-    admin.exec("ALTER ROLE postgres SET extra_float_digits = -15; ALTER ROLE postgres SET synchronous_commit = off")
+    admin.exec("ALTER ROLE postgres SET extra_float_digits = -15; ALTER ROLE postgres SET synchronous_commit = off; " \
+               "ALTER ROLE postgres SET bytea_output = escape")
     conn = connection
     conn.type_map_for_results = PG::BasicTypeMapForResults.new(conn)
     store = open_store(conn)
@@ -343,8 +358,20 @@ class StorePostgreSQLTest < Minitest::Test
     store.fenced(resource: R, token: first.token) do |db|
       assert_equal "on", db.exec("SHOW synchronous_commit").getvalue(0, 0), "the store's own commits are durable"
     end
+    # A store on its own connection (no savepoint mark), with doubles no short text holds exactly.
+    owned = open_store
+    now = 1.0 / 3
+    lease = owned.acquire(resource: "exact", owner: 9, ttl: 0.1, now: now).lease
+    assert_in_delta now + 0.1, lease.expires_at, 1e-9 # the core's nanoseconds
+    assert_equal lease, owned.checkpoint(resource: "exact").lease
+    stored = admin.exec("SELECT encode(float8send(expires_at), 'hex') FROM #{@schema}.lease_machines_leases " \
+                        "WHERE resource = 'exact'").getvalue(0, 0)
+    assert_equal [lease.expires_at].pack("G").unpack1("H*"), stored, "the double itself, stored"
+    assert_equal :occupied, owned.acquire(resource: "exact", owner: 8, ttl: 0.1, now: lease.expires_at - 1e-9).reason
+    assert_predicate owned.acquire(resource: "exact", owner: 8, ttl: 0.1, now: lease.expires_at), :granted?
   ensure
-    admin.exec("ALTER ROLE postgres RESET extra_float_digits; ALTER ROLE postgres RESET synchronous_commit")
+    admin.exec("ALTER ROLE postgres RESET extra_float_digits; ALTER ROLE postgres RESET synchronous_commit; " \
+               "ALTER ROLE postgres RESET bytea_output")
   end
 
   def test_a_busy_timeout_of_zero_waits_the_shortest_time_not_forever

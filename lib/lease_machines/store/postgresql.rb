@@ -9,8 +9,12 @@ module LeaseMachines
     # Every request runs READ COMMITTED with the resource's row locked (FOR UPDATE for a decision, FOR SHARE for a
     # fenced write), its lock waits bounded by lock_timeout (set for the transaction only), and its clock read with
     # clock_timestamp() after the lock. It keeps no session state: no advisory lock, no session SET, no named
-    # prepared statement, so a pooler in transaction mode (PgBouncer) is safe. Statements travel as unnamed,
-    # parameterized queries: a resource name is never SQL.
+    # prepared statement, so a pooler in transaction mode (PgBouncer) is safe. A decision's two round trips are
+    # simple queries of several statements each (one message, one parse, the cheapest way PostgreSQL runs a short
+    # transaction), with the resource's name as a literal that libpq quotes (PQescapeLiteral, in the connection's
+    # encoding) and numbers the store formats itself; its doubles come back as their 8 bytes (float8send, in hex), exact
+    # whatever the connection's extra_float_digits. A fenced write, whose protected statements carry the caller's
+    # binds, travels as unnamed parameterized queries in pipeline mode. Either way a name is never SQL.
     class PostgreSQL
       # The schema, for people who manage their own migrations.
       SCHEMA = File.read(File.expand_path("postgresql.sql", __dir__)).freeze
@@ -35,17 +39,19 @@ module LeaseMachines
         WHERE table_schema = current_schema() AND table_name = ANY ($1::text[]) ORDER BY table_name, ordinal_position
       SQL
       LEASE_COLUMNS = "owner, token, expires_at, last_issued, observed, revision"
-      # The store's own transaction, marked as the store's twice, for #rollback_own: a savepoint (which an aborted
-      # transaction can still roll back to) and a setting (which a live one can read), both gone with it.
+      # The store's own transaction; on an application's connection marked as the store's twice, for #rollback_own:
+      # a savepoint (which an aborted transaction can still roll back to) and a setting (which a live one can read),
+      # both gone with it.
       BEGIN_OWN = "BEGIN ISOLATION LEVEL READ COMMITTED"
       OWN = "lease_machines_own"
       MARK_OWN = "SAVEPOINT #{OWN}".freeze
-      # The request's lock timeout ('' keeps the connection's), for this transaction only; +own+ marks the store's.
+      # The request's lock timeout ('' keeps the connection's), for this transaction only.
       SET_TIMEOUT = "SELECT set_config('lock_timeout', coalesce(nullif($1, ''), current_setting('lock_timeout')), true)"
       # The store's own transactions commit durably whatever the role's or database's synchronous_commit: a grant
       # acknowledged and then lost in a crash would be issued again.
-      SET_OWN = "#{SET_TIMEOUT}, set_config('lease_machines.own', 'own', true), " \
-                "set_config('synchronous_commit', 'on', true)".freeze
+      SET_DURABLE = "#{SET_TIMEOUT}, set_config('synchronous_commit', 'on', true)".freeze
+      # The same, marking the transaction as the store's on an application's connection.
+      SET_OWN = "#{SET_DURABLE}, set_config('lease_machines.own', 'own', true)".freeze
       # The transaction a fenced write runs in, read at its start and checked at its end (before the mark), so that
       # statements that ended it (COMMIT, ROLLBACK) are caught rather than leaving the mark outside the fence.
       TRANSACTION = "SELECT txid_current()"
@@ -60,6 +66,13 @@ module LeaseMachines
       READ_FENCE = "SELECT highest FROM lease_machines_fences WHERE resource = $1"
       # The server's clock, read after the row's lock: statements of one pipeline run in order.
       CLOCK = "SELECT extract(epoch FROM clock_timestamp())::float8"
+      # The same for a decision's simple query, each double as its 8 bytes in hex (whatever bytea_output says).
+      LOCK_ROW_BYTES = "SELECT owner, token, encode(float8send(expires_at), 'hex'), last_issued, " \
+                       "encode(float8send(observed), 'hex'), revision FROM lease_machines_leases WHERE resource = %s " \
+                       "FOR UPDATE"
+      CLOCK_BYTES = "SELECT encode(float8send(extract(epoch FROM clock_timestamp())::float8), 'hex')"
+      WRITE_ROW_LITERAL = "UPDATE lease_machines_leases SET owner = %s, token = %s, expires_at = %s, " \
+                          "last_issued = %s, observed = %s, revision = %s WHERE resource = %s"
       WRITE_ROW = <<~SQL.freeze
         UPDATE lease_machines_leases SET owner = $2, token = $3, expires_at = $4, last_issued = $5, observed = $6,
           revision = $7 WHERE resource = $1
@@ -74,7 +87,8 @@ module LeaseMachines
       # Serializes two processes creating the schema at once (a transaction-scoped lock: no session state).
       CREATE_LOCK = "SELECT pg_advisory_xact_lock(7311201726481923)"
       private_constant :URL, :COLUMNS, :READ_COLUMNS, :LEASE_COLUMNS, :BEGIN_OWN, :OWN, :MARK_OWN, :SET_TIMEOUT,
-                       :SET_OWN, :ENSURE_ROW, :LOCK_ROW,
+                       :SET_DURABLE, :SET_OWN, :ENSURE_ROW, :LOCK_ROW,
+                       :LOCK_ROW_BYTES, :CLOCK_BYTES, :WRITE_ROW_LITERAL,
                        :SHARE_ROW, :READ_ROW, :READ_FENCE, :CLOCK, :WRITE_ROW, :WRITE_FENCE, :OLD_LOCK_TIMEOUT,
                        :RESTORE_LOCK_TIMEOUT, :OWN_MARK, :CREATE_LOCK, :TRANSACTION, :SAME_TRANSACTION, :ENDED
       # Rows, marks and clock readings are read in binary, exact whatever the connection's extra_float_digits.
@@ -83,6 +97,9 @@ module LeaseMachines
       # connection is closed and the request raises StoreError (a server that stopped answering cannot hold a
       # request, whose interrupts are deferred, forever).
       ANSWER_MARGIN = 30.0
+      # How many resources' rows a store remembers as existing (a decision on one skips the INSERT that makes it
+      # exist); past that, it forgets them all and learns again.
+      KNOWN_ROWS = 4096
 
       def self.adapter_name = :postgresql
 
@@ -147,6 +164,12 @@ module LeaseMachines
         @fence_transactions = {}
         # The lock timeout each open fenced savepoint replaced, restored when it is released.
         @kept_timeouts = {}
+        # The resources whose rows this store has read (the store never deletes one).
+        @known_rows = {}
+        # The statements that open a decision's transaction (its simple query's first part).
+        @opening = opening(@lock_timeout).map do |sql, params|
+          params ? sql.sub("$1") { @connection.escape_literal(params.first) } : sql
+        end.freeze
         begin
           prepare_schema
         rescue ::PG::Error, StoreError
@@ -193,24 +216,33 @@ module LeaseMachines
         raise ArgumentError, "resource #{Store.shown(name)} contains a NUL byte, which PostgreSQL's text cannot hold"
       end
 
-      # One round trip: BEGIN, the transaction's settings, the resource's row made to exist and locked FOR UPDATE,
-      # read, and the server's clock when +clock+. Returns [row, now or nil].
+      # One round trip (a simple query): BEGIN, the transaction's settings, the resource's row made to exist
+      # (unless this store has read it before) and locked FOR UPDATE, read, and the server's clock when +clock+.
+      # Returns [row, now or nil].
       def open_request(resource, clock: false)
-        statements = [[BEGIN_OWN], [MARK_OWN], [SET_OWN, [@lock_timeout]], [ENSURE_ROW, [resource]],
-                      [LOCK_ROW, [resource], BINARY]]
-        statements << [CLOCK, [], BINARY] if clock
-        results = pipeline(statements)
-        row = row_of(results[4]) or
-          raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for its " \
-                            "lock; nothing was decided"
-        [row, clock ? float(raw(results[5]).getvalue(0, 0)) : nil]
+        known = @known_rows.key?(resource)
+        name = @connection.escape_literal(resource)
+        statements = [*@opening]
+        statements << ENSURE_ROW.sub("$1") { name } unless known
+        statements << format(LOCK_ROW_BYTES, name)
+        statements << CLOCK_BYTES if clock
+        results = simple(statements)
+        at = statements.size - (clock ? 2 : 1)
+        row = text_row_of(results[at]) or
+          begin
+            @known_rows.delete(resource) # the next request makes it exist again
+            raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for " \
+                              "its lock (or since this store's last request on it); nothing was decided"
+          end
+        learn(resource) unless known
+        [row, clock ? bytes_float(raw(results[at + 1]).getvalue(0, 0)) : nil]
       end
 
-      # One round trip: +row+ written (nil: nothing changed) and COMMIT. A connection lost on the way raises
-      # StoreError saying that whether the transaction committed is unknown.
+      # One round trip (a simple query): +row+ written (nil: nothing changed) and COMMIT. A connection lost on the way
+      # raises StoreError saying that whether the transaction committed is unknown.
       def close_request(resource, row)
-        statements = row ? [[WRITE_ROW, [resource, *columns_of(row)]]] : []
-        finish(statements << ["COMMIT"])
+        statements = row ? [write_literal(resource, row)] : []
+        finish { simple(statements << "COMMIT") }
       end
 
       # One round trip: the fenced write's transaction opened (BEGIN, or the savepoint +savepoint+ inside the open
@@ -221,7 +253,7 @@ module LeaseMachines
         opening = if savepoint
                     [["SAVEPOINT #{savepoint}"], [OLD_LOCK_TIMEOUT], [SET_TIMEOUT, [@lock_timeout]]]
                   else
-                    [[BEGIN_OWN], [MARK_OWN], [SET_OWN, [@lock_timeout]]]
+                    opening(@lock_timeout)
                   end
         statements = opening + [[SHARE_ROW, [resource], BINARY], [READ_FENCE, [resource], BINARY],
                                 [TRANSACTION, [], BINARY]]
@@ -298,6 +330,20 @@ module LeaseMachines
 
       private
 
+      # The statements that open the store's own transaction: BEGIN and its settings; on an application's
+      # connection, marked as the store's too (a savepoint and a setting, for #rollback_own). A connection the store
+      # opened needs no mark: every transaction on it is the store's.
+      def opening(lock_timeout)
+        return [[BEGIN_OWN], [SET_DURABLE, [lock_timeout]]] if @owned
+
+        [[BEGIN_OWN], [MARK_OWN], [SET_OWN, [lock_timeout]]]
+      end
+
+      def learn(resource)
+        @known_rows.clear if @known_rows.size >= KNOWN_ROWS
+        @known_rows[resource] = true
+      end
+
       # A new connection to +url+; a failure's message never carries the password.
       def connect(url)
         ::PG.connect(url)
@@ -328,10 +374,28 @@ module LeaseMachines
         end
       end
 
-      # #pipeline for the last round trip of a transaction (COMMIT or RELEASE at its end): a connection lost on the
-      # way leaves the outcome unknown.
-      def finish(statements)
-        pipeline(statements)
+      # Runs +statements+ (SQL Strings) in one round trip, as one simple query, and returns their results. The first
+      # failed statement's error is raised (the server skipped the ones after it).
+      def simple(statements)
+        settle unless @connection.pipeline_status == ::PG::PQ_PIPELINE_OFF
+        @connection.send_query(statements.join("; "))
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + @answer_within
+        results = []
+        while (result = answer(deadline))
+          results << result
+        end
+        results.each(&:check)
+        unless results.size == statements.size
+          raise ::PG::ConnectionBad, "the server sent #{results.size} results for #{statements.size} statements: #{lost}"
+        end
+
+        results
+      end
+
+      # Runs the last round trip of a transaction (the block: #pipeline or #simple, with COMMIT or RELEASE at its
+      # end): a connection lost on the way leaves the outcome unknown.
+      def finish(statements = nil)
+        block_given? ? yield : pipeline(statements)
       rescue ::PG::Error => e
         raise if @connection.status == ::PG::CONNECTION_OK && !(::PG::ConnectionBad === e || ::PG::UnableToSend === e)
 
@@ -413,6 +477,35 @@ module LeaseMachines
       end
 
       def mark_of(result) = result.ntuples.zero? ? nil : integer(raw(result).getvalue(0, 0))
+
+      # The row's columns from a decision's text result, its doubles as float8send's bytes.
+      def text_row_of(result)
+        return nil if result.ntuples.zero?
+
+        owner, token, expires_at, last_issued, observed, revision = raw(result).values.first
+        owner = owner && Integer(owner, 10)
+        owner += 2**64 if owner&.negative?
+        [owner, token && Integer(token, 10), expires_at && bytes_float(expires_at),
+         last_issued && Integer(last_issued, 10), bytes_float(observed), Integer(revision, 10)]
+      end
+
+      # A double from its 8 bytes in hex (16 digits).
+      def bytes_float(hex) = [hex].pack("H*").unpack1("G")
+
+      # The UPDATE of +resource+'s row to +row+ as SQL: integers written by Integer#to_s, doubles by Float#to_s (the
+      # shortest text that reads back as the same double, quoted: Infinity and NaN too), nil as NULL, the name quoted
+      # by libpq.
+      def write_literal(resource, row)
+        values = columns_of(row).map do |value|
+          case value
+          when nil then "NULL"
+          when Integer then value.to_s
+          when Float then "'#{value}'::float8"
+          else raise TypeError, "the extension wrote #{Store.shown(value)} into a row"
+          end
+        end
+        format(WRITE_ROW_LITERAL, *values, @connection.escape_literal(resource))
+      end
 
       # +result+ read as the bytes the server sent, whatever type map the connection has (an application's
       # PG::BasicTypeMapForResults would decode them).

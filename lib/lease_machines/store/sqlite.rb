@@ -13,7 +13,8 @@ module LeaseMachines
     # makes no decision (Store and the extension do) and knows no lease rule.
     #
     # Rows are read with prepared statements stepped by hand, which answer Arrays whatever the connection's
-    # +results_as_hash+ says, so the application's own connection works with any settings.
+    # +results_as_hash+ says, so the application's own connection works with any settings. The store's own
+    # statements are prepared once per connection and reset after every use (a reset statement holds no lock).
     class SQLite
       # What this database's driver raises; Store turns it into StoreError.
       ERRORS = (defined?(::SQLite3::Exception) ? [::SQLite3::Exception] : []).freeze
@@ -48,9 +49,10 @@ module LeaseMachines
         INSERT INTO lease_machines_fences (resource, highest) VALUES (?, ?)
         ON CONFLICT (resource) DO UPDATE SET highest = excluded.highest
       SQL
+      COMMIT = "COMMIT"
       # The savepoint that marks a transaction as the store's own.
       OWN = "lease_machines_own"
-      private_constant :LEASE_COLUMNS, :READ_LEASE, :WRITE_LEASE, :READ_FENCE, :WRITE_FENCE, :OWN
+      private_constant :LEASE_COLUMNS, :READ_LEASE, :WRITE_LEASE, :READ_FENCE, :WRITE_FENCE, :COMMIT, :OWN
 
       # The connection, and what names it in messages (the database file's path, or ":memory:").
       attr_reader :connection, :name
@@ -71,6 +73,7 @@ module LeaseMachines
         @owned = !(SQLite3::Database === database)
         milliseconds = self.class.busy_timeout_ms(busy_timeout.nil? && @owned ? DEFAULT_BUSY_TIMEOUT : busy_timeout)
         @connection = @owned ? SQLite3::Database.new(self.class.path(database)) : database
+        @statements = {}
         @name = @connection.filename.to_s.empty? ? ":memory:" : @connection.filename
         begin
           self.busy_timeout = milliseconds if milliseconds
@@ -127,7 +130,11 @@ module LeaseMachines
         "a closed SQLite3::Database"
       end
 
-      def close = @connection.close
+      def close
+        @statements.each_value { _1.close unless _1.closed? }
+        @statements.clear
+        @connection.close
+      end
 
       # Raises StoreError when the database file at the path is no longer the one this connection has open (deleted,
       # or replaced): grants made in an unlinked file would be lost, and the next process would issue their tokens
@@ -169,7 +176,7 @@ module LeaseMachines
       # Writes +row+ (the extension's columns; nil: nothing changed) and commits.
       def close_request(resource, row)
         write_row(resource, row) if row
-        @connection.execute("COMMIT")
+        step(COMMIT)
       end
 
       # Opens the transaction of a fenced write: the store's own (+savepoint+ nil), or a savepoint named
@@ -185,7 +192,7 @@ module LeaseMachines
       def close_fence(resource, token, savepoint:, statements: [])
         results = statements.map { |sql, binds| rows(sql, *binds) }
         step(WRITE_FENCE, resource, token)
-        @connection.execute(savepoint ? "RELEASE #{savepoint}" : "COMMIT")
+        savepoint ? @connection.execute("RELEASE #{savepoint}") : step(COMMIT)
         results
       end
 
@@ -259,14 +266,24 @@ module LeaseMachines
       end
 
       # The statement's first row as an Array (nil when there is none), read without the connection's result
-      # settings, the statement closed whatever happens.
+      # settings, with the statement prepared once and reset whatever happens.
       def step(sql, *binds)
         raise SQLite3::MisuseException, "the database is closed" if @connection.closed?
 
-        @connection.prepare(sql) do |statement|
+        statement = prepared(sql)
+        begin
           statement.bind_params(*binds)
           statement.step
+        ensure
+          statement.reset!
         end
+      end
+
+      def prepared(sql)
+        statement = @statements[sql]
+        return statement if statement && !statement.closed?
+
+        @statements[sql] = @connection.prepare(sql)
       end
     end
   end
