@@ -21,8 +21,9 @@ module Bench
     # Counts the calls an object makes that wait for its server's answer: one round trip each (a pipeline's sync
     # is one, whatever it carries).
     class RoundTrips
-      # PG::Connection's waiting methods (#exec and #query are aliases that a singleton's #async_exec does not see).
-      PG = %i[exec query async_exec sync_exec exec_params async_exec_params sync_exec_params exec_prepared
+      # PG::Connection's waiting methods (#exec and #query are aliases that a singleton's #async_exec does not see;
+      # #send_query is a simple query, whose results are then read).
+      PG = %i[exec query send_query async_exec sync_exec exec_params async_exec_params sync_exec_params exec_prepared
               async_exec_prepared sync_exec_prepared prepare async_prepare sync_prepare pipeline_sync].freeze
       REDIS = %i[call call_v call_once call_once_v blocking_call blocking_call_v pipelined multi].freeze
 

@@ -118,6 +118,20 @@ class StorePostgreSQLTest < Minitest::Test
     assert_nil store.clock, "the store's clock is the server's"
   end
 
+  def test_the_servers_clock_is_read_after_the_rows_lock_was_granted
+    store = open_store
+    store.acquire(resource: R, owner: 7, ttl: 0.1) # expired by the time the lock is granted
+    holder = connection
+    lock_row(holder)
+    waiter = Thread.new { store.acquire(resource: R, owner: 8, ttl: 30.0) }
+    sleep 0.5
+    released = server_now
+    holder.exec("COMMIT")
+    decision = waiter.value
+    assert_predicate decision, :granted?, "decided at a clock read before the wait, the old lease was still live"
+    assert_operator decision.lease.expires_at, :>=, released + 30.0, "the clock was read once the lock was granted"
+  end
+
   def test_every_decision_is_two_round_trips_and_a_fence_adds_none_of_its_own
     conn = connection
     conn.singleton_class.prepend(RoundTrips)

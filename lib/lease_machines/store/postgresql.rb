@@ -66,11 +66,13 @@ module LeaseMachines
       READ_FENCE = "SELECT highest FROM lease_machines_fences WHERE resource = $1"
       # The server's clock, read after the row's lock: statements of one pipeline run in order.
       CLOCK = "SELECT extract(epoch FROM clock_timestamp())::float8"
-      # The same for a decision's simple query, each double as its 8 bytes in hex (whatever bytea_output says).
-      LOCK_ROW_BYTES = "SELECT owner, token, encode(float8send(expires_at), 'hex'), last_issued, " \
-                       "encode(float8send(observed), 'hex'), revision FROM lease_machines_leases WHERE resource = %s " \
-                       "FOR UPDATE"
-      CLOCK_BYTES = "SELECT encode(float8send(extract(epoch FROM clock_timestamp())::float8), 'hex')"
+      # The same for a decision's simple query, each double as its 8 bytes in hex (whatever bytea_output says), in
+      # one statement: the row is locked inside a materialized CTE, whose rows reach the outer SELECT only once
+      # locked, so the clock in the outer list is read after the lock (and not at all without a row).
+      LOCK_ROW_BYTES = "WITH locked AS MATERIALIZED (SELECT #{LEASE_COLUMNS} FROM lease_machines_leases " \
+                       "WHERE resource = %s FOR UPDATE) SELECT owner, token, encode(float8send(expires_at), 'hex'), " \
+                       "last_issued, encode(float8send(observed), 'hex'), revision%s FROM locked".freeze
+      CLOCK_BYTES = ", encode(float8send(extract(epoch FROM clock_timestamp())::float8), 'hex')"
       WRITE_ROW_LITERAL = "UPDATE lease_machines_leases SET owner = %s, token = %s, expires_at = %s, " \
                           "last_issued = %s, observed = %s, revision = %s WHERE resource = %s"
       WRITE_ROW = <<~SQL.freeze
@@ -166,10 +168,7 @@ module LeaseMachines
         @kept_timeouts = {}
         # The resources whose rows this store has read (the store never deletes one).
         @known_rows = {}
-        # The statements that open a decision's transaction (its simple query's first part).
-        @opening = opening(@lock_timeout).map do |sql, params|
-          params ? sql.sub("$1") { @connection.escape_literal(params.first) } : sql
-        end.freeze
+        @opening = decision_opening
         begin
           prepare_schema
         rescue ::PG::Error, StoreError
@@ -217,25 +216,23 @@ module LeaseMachines
       end
 
       # One round trip (a simple query): BEGIN, the transaction's settings, the resource's row made to exist
-      # (unless this store has read it before) and locked FOR UPDATE, read, and the server's clock when +clock+.
+      # (unless this store has read it before) and locked FOR UPDATE, read, with the server's clock when +clock+.
       # Returns [row, now or nil].
       def open_request(resource, clock: false)
         known = @known_rows.key?(resource)
         name = @connection.escape_literal(resource)
         statements = [*@opening]
         statements << ENSURE_ROW.sub("$1") { name } unless known
-        statements << format(LOCK_ROW_BYTES, name)
-        statements << CLOCK_BYTES if clock
+        statements << format(LOCK_ROW_BYTES, name, clock ? CLOCK_BYTES : "")
         results = simple(statements)
-        at = statements.size - (clock ? 2 : 1)
-        row = text_row_of(results[at]) or
+        row = text_row_of(results.last) or
           begin
             @known_rows.delete(resource) # the next request makes it exist again
             raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for " \
                               "its lock (or since this store's last request on it); nothing was decided"
           end
         learn(resource) unless known
-        [row, clock ? bytes_float(raw(results[at + 1]).getvalue(0, 0)) : nil]
+        [row, clock ? bytes_float(raw(results.last).getvalue(0, 6)) : nil]
       end
 
       # One round trip (a simple query): +row+ written (nil: nothing changed) and COMMIT. A connection lost on the way
@@ -337,6 +334,18 @@ module LeaseMachines
         return [[BEGIN_OWN], [SET_DURABLE, [lock_timeout]]] if @owned
 
         [[BEGIN_OWN], [MARK_OWN], [SET_OWN, [lock_timeout]]]
+      end
+
+      # The statements that open a decision's transaction, its simple query's first part: the same settings as
+      # #opening, as utility statements (which PostgreSQL runs without planning). The lock timeout is the store's
+      # own Integer milliseconds, never the caller's text.
+      def decision_opening
+        statements = [BEGIN_OWN]
+        statements << MARK_OWN unless @owned
+        statements << "SET LOCAL lock_timeout = '#{@lock_timeout}'" unless @lock_timeout.empty?
+        statements << "SET LOCAL synchronous_commit = on"
+        statements << "SET LOCAL lease_machines.own = 'own'" unless @owned
+        statements.freeze
       end
 
       def learn(resource)
