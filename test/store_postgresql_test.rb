@@ -360,6 +360,13 @@ class StorePostgreSQLTest < Minitest::Test
     assert_equal 1, admin.exec("SELECT count(*) FROM #{@schema}.lease_machines_leases").getvalue(0, 0).to_i
   end
 
+  def test_a_first_request_that_rolled_back_leaves_the_next_one_to_make_the_row_exist
+    store = open_store
+    assert_raises(ArgumentError) { store.acquire(resource: R, owner: 7, ttl: -5.0) } # after the row's INSERT
+    assert_equal 0, admin.exec("SELECT count(*) FROM #{@schema}.lease_machines_leases").getvalue(0, 0).to_i
+    assert_equal 1, store.acquire(resource: R, owner: 7, ttl: 5.0).lease.token
+  end
+
   def test_the_connections_settings_change_no_decision_and_no_durability
     admin.exec("ALTER ROLE postgres SET extra_float_digits = -15; ALTER ROLE postgres SET synchronous_commit = off; " \
                "ALTER ROLE postgres SET bytea_output = escape")

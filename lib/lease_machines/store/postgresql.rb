@@ -216,11 +216,12 @@ module LeaseMachines
       end
 
       # One round trip (a simple query): BEGIN, the transaction's settings, the resource's row made to exist
-      # (unless this store has read it before) and locked FOR UPDATE, read, with the server's clock when +clock+.
-      # Returns [row, now or nil].
+      # (unless a committed request of this store has seen it) and locked FOR UPDATE, read, with the server's clock
+      # when +clock+. Returns [row, now or nil].
       def open_request(resource, clock: false)
         known = @known_rows.key?(resource)
         name = @connection.escape_literal(resource)
+        @request = [resource, name, known] # for #close_request: the quoted name, and whether to learn the row
         statements = [*@opening]
         statements << ENSURE_ROW.sub("$1") { name } unless known
         statements << format(LOCK_ROW_BYTES, name, clock ? CLOCK_BYTES : "")
@@ -231,15 +232,20 @@ module LeaseMachines
             raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for " \
                               "its lock (or since this store's last request on it); nothing was decided"
           end
-        learn(resource) unless known
         [row, clock ? bytes_float(raw(results.last).getvalue(0, 6)) : nil]
       end
 
-      # One round trip (a simple query): +row+ written (nil: nothing changed) and COMMIT. A connection lost on the way
-      # raises StoreError saying that whether the transaction committed is unknown.
+      # One round trip (a simple query): +row+ written (nil: nothing changed) and COMMIT. The row is known to exist
+      # from then on, and only then (a request that rolled back may have made it exist in its own transaction only).
+      # A connection lost on the way raises StoreError saying that whether the transaction committed is unknown.
       def close_request(resource, row)
-        statements = row ? [write_literal(resource, row)] : []
+        opened, name, known = @request
+        @request = nil
+        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
+
+        statements = row ? [write_literal(name, row)] : []
         finish { simple(statements << "COMMIT") }
+        learn(resource) unless known
       end
 
       # One round trip: the fenced write's transaction opened (BEGIN, or the savepoint +savepoint+ inside the open
@@ -501,10 +507,10 @@ module LeaseMachines
       # A double from its 8 bytes in hex (16 digits).
       def bytes_float(hex) = [hex].pack("H*").unpack1("G")
 
-      # The UPDATE of +resource+'s row to +row+ as SQL: integers written by Integer#to_s, doubles by Float#to_s (the
-      # shortest text that reads back as the same double, quoted: Infinity and NaN too), nil as NULL, the name quoted
-      # by libpq.
-      def write_literal(resource, row)
+      # The UPDATE of the row named +name+ (quoted by libpq) to +row+ as SQL: integers written by Integer#to_s,
+      # doubles by Float#to_s (the shortest text that reads back as the same double, quoted: Infinity and NaN too),
+      # nil as NULL.
+      def write_literal(name, row)
         values = columns_of(row).map do |value|
           case value
           when nil then "NULL"
@@ -513,7 +519,7 @@ module LeaseMachines
           else raise TypeError, "the extension wrote #{Store.shown(value)} into a row"
           end
         end
-        format(WRITE_ROW_LITERAL, *values, @connection.escape_literal(resource))
+        format(WRITE_ROW_LITERAL, *values, name)
       end
 
       # +result+ read as the bytes the server sent, whatever type map the connection has (an application's
