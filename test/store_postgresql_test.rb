@@ -15,7 +15,8 @@ class StorePostgreSQLTest < Minitest::Test
   module RoundTrips
     attr_accessor :round_trips
 
-    %i[pipeline_sync send_query exec exec_params async_exec async_exec_params sync_exec sync_exec_params query].each do |name|
+    %i[pipeline_sync send_query exec exec_params async_exec async_exec_params sync_exec sync_exec_params
+       query].each do |name|
       define_method(name) do |*args, **kwargs, &block|
         self.round_trips = (round_trips || 0) + 1
         super(*args, **kwargs, &block)

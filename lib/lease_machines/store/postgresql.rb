@@ -12,8 +12,8 @@ module LeaseMachines
     # prepared statement, so a pooler in transaction mode (PgBouncer) is safe. A decision's two round trips are
     # simple queries of several statements each (one message, one parse, the cheapest way PostgreSQL runs a short
     # transaction), with the resource's name as a literal that libpq quotes (PQescapeLiteral, in the connection's
-    # encoding) and numbers the store formats itself; its doubles come back as their 8 bytes (float8send, in hex), exact
-    # whatever the connection's extra_float_digits. A fenced write, whose protected statements carry the caller's
+    # encoding) and numbers the store formats itself; its doubles come back as their 8 bytes (float8send, in hex),
+    # exact whatever the connection's extra_float_digits. PostgreSQL 12 or newer. A fenced write, whose protected statements carry the caller's
     # binds, travels as unnamed parameterized queries in pipeline mode. Either way a name is never SQL.
     class PostgreSQL
       # The schema, for people who manage their own migrations.
@@ -60,7 +60,6 @@ module LeaseMachines
                          "txid_current() || ')')::int END"
       ENDED = "the fenced write's transaction was ended inside it"
       ENSURE_ROW = "INSERT INTO lease_machines_leases (resource) VALUES ($1) ON CONFLICT (resource) DO NOTHING"
-      LOCK_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = $1 FOR UPDATE".freeze
       SHARE_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = $1 FOR SHARE".freeze
       READ_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = $1".freeze
       READ_FENCE = "SELECT highest FROM lease_machines_fences WHERE resource = $1"
@@ -68,17 +67,14 @@ module LeaseMachines
       CLOCK = "SELECT extract(epoch FROM clock_timestamp())::float8"
       # The same for a decision's simple query, each double as its 8 bytes in hex (whatever bytea_output says), in
       # one statement: the row is locked inside a materialized CTE, whose rows reach the outer SELECT only once
-      # locked, so the clock in the outer list is read after the lock (and not at all without a row).
+      # locked, so the clock in the outer list is read after the lock (and not at all without a row). MATERIALIZED
+      # needs PostgreSQL 12 or newer (the store's minimum).
       LOCK_ROW_BYTES = "WITH locked AS MATERIALIZED (SELECT #{LEASE_COLUMNS} FROM lease_machines_leases " \
                        "WHERE resource = %s FOR UPDATE) SELECT owner, token, encode(float8send(expires_at), 'hex'), " \
                        "last_issued, encode(float8send(observed), 'hex'), revision%s FROM locked".freeze
       CLOCK_BYTES = ", encode(float8send(extract(epoch FROM clock_timestamp())::float8), 'hex')"
       WRITE_ROW_LITERAL = "UPDATE lease_machines_leases SET owner = %s, token = %s, expires_at = %s, " \
                           "last_issued = %s, observed = %s, revision = %s WHERE resource = %s"
-      WRITE_ROW = <<~SQL.freeze
-        UPDATE lease_machines_leases SET owner = $2, token = $3, expires_at = $4, last_issued = $5, observed = $6,
-          revision = $7 WHERE resource = $1
-      SQL
       WRITE_FENCE = <<~SQL.freeze
         INSERT INTO lease_machines_fences (resource, highest) VALUES ($1, $2)
         ON CONFLICT (resource) DO UPDATE SET highest = excluded.highest
@@ -89,9 +85,9 @@ module LeaseMachines
       # Serializes two processes creating the schema at once (a transaction-scoped lock: no session state).
       CREATE_LOCK = "SELECT pg_advisory_xact_lock(7311201726481923)"
       private_constant :URL, :COLUMNS, :READ_COLUMNS, :LEASE_COLUMNS, :BEGIN_OWN, :OWN, :MARK_OWN, :SET_TIMEOUT,
-                       :SET_DURABLE, :SET_OWN, :ENSURE_ROW, :LOCK_ROW,
+                       :SET_DURABLE, :SET_OWN, :ENSURE_ROW,
                        :LOCK_ROW_BYTES, :CLOCK_BYTES, :WRITE_ROW_LITERAL,
-                       :SHARE_ROW, :READ_ROW, :READ_FENCE, :CLOCK, :WRITE_ROW, :WRITE_FENCE, :OLD_LOCK_TIMEOUT,
+                       :SHARE_ROW, :READ_ROW, :READ_FENCE, :CLOCK, :WRITE_FENCE, :OLD_LOCK_TIMEOUT,
                        :RESTORE_LOCK_TIMEOUT, :OWN_MARK, :CREATE_LOCK, :TRANSACTION, :SAME_TRANSACTION, :ENDED
       # Rows, marks and clock readings are read in binary, exact whatever the connection's extra_float_digits.
       BINARY = 1
@@ -401,7 +397,8 @@ module LeaseMachines
         end
         results.each(&:check)
         unless results.size == statements.size
-          raise ::PG::ConnectionBad, "the server sent #{results.size} results for #{statements.size} statements: #{lost}"
+          raise ::PG::ConnectionBad,
+                "the server sent #{results.size} results for #{statements.size} statements: #{lost}"
         end
 
         results
