@@ -69,7 +69,7 @@ require "fileutils"
 require "tmpdir"
 require "active_record"
 require "global_id"
-require "lease_machines/active_job"
+require "lease_machines/jobs"
 
 WORKER_IDS = [7, 12, 19, 23, 31, 42, 55, 64].first(options[:workers])
 STALLED_LINE = 3
@@ -117,7 +117,7 @@ class ReportLine < ActiveRecord::Base; end
 class RefusedWrite < ActiveRecord::Base; end
 
 class NightlyReportJob < ActiveJob::Base
-  include LeaseMachines::ActiveJob
+  include LeaseMachines::HoldsLease
   holds_lease key: ->(account, _worker) { account }, ttl: OPTIONS[:ttl], renew_every: OPTIONS[:ttl] / 3,
               on_conflict: :retry, wait: 0.1, attempts: 100
 
@@ -211,7 +211,7 @@ work = lambda do |worker|
   connect
   ActiveJob::Base.logger = Logger.new(nil)
   ActiveJob::Base.queue_adapter = :async
-  LeaseMachines::ActiveJob.store = -> { LeaseMachines::Store.new(DATABASE) } # one Store per thread
+  LeaseMachines::Jobs.store = -> { LeaseMachines::Store.new(DATABASE) } # one Store per thread
   me = "worker #{worker}"
   ActiveSupport::Notifications.subscribe(/\.lease_machines\z/) do |event|
     payload = event.payload

@@ -22,11 +22,11 @@ class ActiveJobAdaptersTest < Minitest::Test
   end
 
   def test_async_jobs_are_renewed_in_the_background_and_write_through_the_fence
-    LeaseMachines::ActiveJob.configure do |config|
-      config.clock = LeaseMachines::ActiveJob::Configuration::MONOTONIC
+    LeaseMachines::Jobs.configure do |config|
+      config.clock = LeaseMachines::Jobs::Configuration::MONOTONIC
       config.renewal = :background
     end
-    LeaseMachines::ActiveJob.store = -> { LeaseMachines::Store.new(path) }
+    LeaseMachines::Jobs.store = -> { LeaseMachines::Store.new(path) }
     done = Thread::Queue.new
     job = job_class(:AsyncJob) do
       self.queue_adapter = ActiveJob::QueueAdapters::AsyncAdapter.new(min_threads: 2, max_threads: 2)

@@ -11,8 +11,8 @@ class ActiveJobCrashTest < Minitest::Test
 
   def test_a_killed_process_frees_the_key_after_the_ttl
     plain_suite_only!("a forked child process")
-    LeaseMachines::ActiveJob.configuration.clock = LeaseMachines::ActiveJob::Configuration::MONOTONIC
-    LeaseMachines::ActiveJob.store = -> { LeaseMachines::Store.new(path) }
+    LeaseMachines::Jobs.configuration.clock = LeaseMachines::Jobs::Configuration::MONOTONIC
+    LeaseMachines::Jobs.store = -> { LeaseMachines::Store.new(path) }
     ran = []
     job = job_class(:CrashJob) do
       holds_lease key: ->(key, _ready = nil) { key }, ttl: TTL, renew_every: 0.2, on_conflict: :raise
@@ -28,7 +28,7 @@ class ActiveJobCrashTest < Minitest::Test
     reader, writer = IO.pipe
     pid = fork do
       reader.close
-      LeaseMachines::ActiveJob.configuration.renewal = :background
+      LeaseMachines::Jobs.configuration.renewal = :background
       job.new("acme", writer).perform_now
     end
     writer.close

@@ -38,7 +38,7 @@ class ActiveJobDeclarationTest < Minitest::Test
   end
 
   def test_a_default_ttl_stands_in_for_a_missing_ttl_and_is_checked_when_set
-    configuration = LeaseMachines::ActiveJob.configuration
+    configuration = LeaseMachines::Jobs.configuration
     configuration.default_ttl = 1.minute
     assert_equal 60.0, configuration.default_ttl
     assert_equal LeaseMachines::Cadence.new(ttl: 60.0, renew_every: 20.0, warn_before: 20.0),
@@ -56,7 +56,7 @@ class ActiveJobDeclarationTest < Minitest::Test
     refused(ArgumentError, /holds_lease: ttl: is required \(or a default_ttl in the configuration\)/,
             key: ->(key) { key })
   ensure
-    LeaseMachines::ActiveJob.configuration.default_ttl = nil
+    LeaseMachines::Jobs.configuration.default_ttl = nil
   end
 
   def test_malformed_options_say_what_was_wrong
@@ -97,9 +97,9 @@ class ActiveJobDeclarationTest < Minitest::Test
     refused(ArgumentError, /\Aholds_lease: ttl: #{limit}, got an Integer of 1329 bits\z/, key: key, ttl: 10**400)
     refused(ArgumentError, /\Aholds_lease: ttl: must be positive and finite, got Infinity\z/,
             key: key, ttl: Float::INFINITY)
-    error = assert_raises(ArgumentError) { LeaseMachines::ActiveJob.configuration.default_ttl = 2**64 }
+    error = assert_raises(ArgumentError) { LeaseMachines::Jobs.configuration.default_ttl = 2**64 }
     assert_match(/\Adefault_ttl #{limit}, got 18446744073709551616\z/, error.message)
-    assert_nil LeaseMachines::ActiveJob.configuration.default_ttl
+    assert_nil LeaseMachines::Jobs.configuration.default_ttl
 
     job = job_class(:AgelessJob) do
       holds_lease key: ->(k) { k }, ttl: 2**63
@@ -116,7 +116,7 @@ class ActiveJobDeclarationTest < Minitest::Test
     error = assert_raises(ArgumentError) { declare(key: ->(k) { k }, ttl: 30.0, group: nil) }
     assert_equal "holds_lease: group: must not be nil (omit it to use the class name)", error.message
 
-    anonymous = Class.new(::ActiveJob::Base) { include LeaseMachines::ActiveJob }
+    anonymous = Class.new(::ActiveJob::Base) { include LeaseMachines::HoldsLease }
     error = assert_raises(ArgumentError) { anonymous.holds_lease(key: ->(k) { k }, ttl: 30.0) }
     assert_equal "holds_lease: group: is required for an anonymous job class (#{anonymous.inspect})", error.message
     assert_equal "reports", anonymous.holds_lease(key: ->(k) { k }, ttl: 30.0, group: :reports).group
@@ -215,7 +215,7 @@ class ActiveJobDeclarationTest < Minitest::Test
             key: key, ttl: 30.0, attempts: basic)
     refused(ArgumentError, /\Aholds_lease: on_conflict: must be one of .*, got BasicObject\z/,
             key: key, ttl: 30.0, on_conflict: basic)
-    config = LeaseMachines::ActiveJob.configuration
+    config = LeaseMachines::Jobs.configuration
     assert_equal "default_ttl must be a Duration or Float seconds, got BasicObject",
                  assert_raises(TypeError) { config.default_ttl = basic }.message
     assert_equal "clock must respond to call, got BasicObject",
@@ -223,8 +223,8 @@ class ActiveJobDeclarationTest < Minitest::Test
     assert_raises(TypeError) { config.executor = basic }
     assert_raises(TypeError) { config.error_handler = basic }
     assert_raises(TypeError) { config.jitter = basic }
-    assert_raises(TypeError) { LeaseMachines::ActiveJob.store = basic }
-    assert_raises(TypeError) { LeaseMachines::ActiveJob.fence_record = basic }
+    assert_raises(TypeError) { LeaseMachines::Jobs.store = basic }
+    assert_raises(TypeError) { LeaseMachines::Jobs.fence_record = basic }
 
     job = job_class(:BasicKeyJob) do
       holds_lease key: ->(_value) { BasicObject.new }, ttl: 30.0
@@ -243,7 +243,7 @@ class ActiveJobDeclarationTest < Minitest::Test
   end
 
   def test_only_job_classes_include_it
-    error = assert_raises(TypeError) { Class.new { include LeaseMachines::ActiveJob } }
+    error = assert_raises(TypeError) { Class.new { include LeaseMachines::HoldsLease } }
     assert_match(/for ActiveJob job classes/, error.message)
   end
 
@@ -262,10 +262,10 @@ class ActiveJobDeclarationTest < Minitest::Test
 
   def test_configuration_refuses_what_it_cannot_use
     ill_typed!
-    config = LeaseMachines::ActiveJob.configuration
-    error = assert_raises(TypeError) { LeaseMachines::ActiveJob.store = "db.sqlite3" }
+    config = LeaseMachines::Jobs.configuration
+    error = assert_raises(TypeError) { LeaseMachines::Jobs.store = "db.sqlite3" }
     assert_match(/store must be a LeaseMachines::Store or a factory/, error.message)
-    assert_raises(TypeError) { LeaseMachines::ActiveJob.fence_record = Object }
+    assert_raises(TypeError) { LeaseMachines::Jobs.fence_record = Object }
     assert_raises(TypeError) { config.clock = 1.0 }
     assert_raises(TypeError) { config.executor = Object.new }
     assert_raises(ArgumentError) { config.renewal = :never }
@@ -273,7 +273,7 @@ class ActiveJobDeclarationTest < Minitest::Test
   end
 
   def test_a_job_without_a_store_says_so
-    LeaseMachines::ActiveJob.store = nil
+    LeaseMachines::Jobs.store = nil
     job = job_class(:StorelessJob) do
       holds_lease key: ->(k) { k }, ttl: 30.0
       def perform(_k) = nil
@@ -283,7 +283,7 @@ class ActiveJobDeclarationTest < Minitest::Test
   end
 
   def test_one_store_shared_by_the_jobs_and_the_renewer
-    LeaseMachines::ActiveJob.store = other_store
+    LeaseMachines::Jobs.store = other_store
     tokens = []
     job = job_class(:SharedStoreJob) do
       holds_lease key: ->(k) { k }, ttl: 30.0, renew_every: 10.0
@@ -298,7 +298,7 @@ class ActiveJobDeclarationTest < Minitest::Test
 
   def test_a_store_given_as_is_is_refused_in_a_forked_child
     plain_suite_only!("a forked child process")
-    LeaseMachines::ActiveJob.store = other_store
+    LeaseMachines::Jobs.store = other_store
     job = job_class(:ForkedJob) do
       holds_lease key: ->(k) { k }, ttl: 30.0
       def perform(_k) = nil

@@ -97,7 +97,7 @@ class ActiveJobFencedWriteTest < Minitest::Test
     other = LeaseMachines::ActiveJobSupport::OtherRecord
     elsewhere = File.join(scratch_dir("lm-other-db"), "other.sqlite3")
     other.establish_connection(adapter: "sqlite3", database: elsewhere)
-    LeaseMachines::ActiveJob.fence_record = other
+    LeaseMachines::Jobs.fence_record = other
     error = nil
     writer_job do |job|
       error = assert_raises(ArgumentError) { job.lease.fenced { nil } }

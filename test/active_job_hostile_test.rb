@@ -139,7 +139,7 @@ class ActiveJobHostileTest < Minitest::Test
       def self.with_connection = raise("the fence record's connection was used")
       def self.connection_pool = Struct.new(:active_connection?).new(nil)
     end
-    LeaseMachines::ActiveJob.fence_record = untouchable
+    LeaseMachines::Jobs.fence_record = untouchable
     ActiveRecord::Base.connection_handler.clear_active_connections!
     thread = Thread.new do
       body_job { leased = ActiveRecord::Base.connection_pool.active_connection? }.perform_now("acme")
@@ -186,7 +186,7 @@ class ActiveJobHostileTest < Minitest::Test
     log = StringIO.new
     logger = ActiveJob::Base.logger
     ActiveJob::Base.logger = Logger.new(log)
-    LeaseMachines::ActiveJob::LogSubscriber.new.fenced_write(Struct.new(:payload, :duration).new(event, 1.0))
+    LeaseMachines::Jobs::LogSubscriber.new.fenced_write(Struct.new(:payload, :duration).new(event, 1.0))
     assert_match(/fenced write committed, then raised \(an after_commit callback\?\): IOError: the after_commit/,
                  log.string)
   ensure
@@ -194,7 +194,7 @@ class ActiveJobHostileTest < Minitest::Test
   end
 
   def test_a_release_subscriber_may_perform_the_next_job_on_a_shared_store
-    LeaseMachines::ActiveJob.store = LeaseMachines::Store.new(path, clock: clock.to_proc)
+    LeaseMachines::Jobs.store = LeaseMachines::Store.new(path, clock: clock.to_proc)
     ran = []
     job = body_job { |j| ran << [j.arguments.first, j.lease.token] }
     chained = false
@@ -209,7 +209,7 @@ class ActiveJobHostileTest < Minitest::Test
     assert_equal [["acme", 1], ["acme", 2]], ran
   ensure
     ActiveSupport::Notifications.unsubscribe(subscription) if subscription
-    LeaseMachines::ActiveJob.store&.close if LeaseMachines::ActiveJob.store.is_a?(LeaseMachines::Store)
+    LeaseMachines::Jobs.store&.close if LeaseMachines::Jobs.store.is_a?(LeaseMachines::Store)
   end
 end
 

@@ -21,7 +21,7 @@ class ActiveJobLeaseTest < Minitest::Test
 
   def test_a_job_class_gains_only_holds_lease_and_lease
     plain = Class.new(ActiveJob::Base)
-    leased = Class.new(ActiveJob::Base) { include LeaseMachines::ActiveJob }
+    leased = Class.new(ActiveJob::Base) { include LeaseMachines::HoldsLease }
 
     added = ->(after, before) { (after - before).reject { _1.to_s.include?("__RBS_TEST_") } } # rake test:rbs's hooks
     assert_equal [:holds_lease], added.(leased.methods, plain.methods)
@@ -133,6 +133,39 @@ class ActiveJobLeaseTest < Minitest::Test
     assert_equal 2, error.attempts
     assert_equal %i[retry retry raise], events_named(:conflict).map { _1[:action] }
     assert_empty @seen
+  end
+
+  # A conflict is an error of ActiveJob's own kind: its retries are retry_on's (enqueue_retry, then retry_stopped
+  # once the attempts are spent), a discard is discard_on's (the job's after_discard runs), and the wait is exact
+  # to the fraction of a second (retry_on truncates a number of seconds to whole ones).
+  def test_conflicts_are_handled_by_retry_on_and_discard_on
+    seen = []
+    subscriber = ActiveSupport::Notifications.subscribe(/\A(enqueue_retry|retry_stopped|discard)\.active_job\z/) do
+      |event| seen << [event.name, event.payload[:error].class]
+    end
+    retried = report_job(on_conflict: :retry, wait: 1.5, attempts: 1)
+    held_elsewhere("#{retried.name}:acme")
+    retried.perform_later("acme")
+    perform_enqueued_jobs
+    assert_in_delta Time.now.to_f + 1.5, enqueued_jobs.last[:at], 0.5
+    assert_raises(LeaseMachines::LeaseBusy) { perform_enqueued_jobs(at: Time.now + 3600) }
+
+    discarded = []
+    dropped = job_class(:DroppedJob) do
+      holds_lease key: ->(account) { account }, ttl: 30.0, on_conflict: :discard
+      after_discard { |_job, error| discarded << error.class }
+      define_method(:perform) { |_account| flunk "the job ran while another owner held its lease" }
+    end
+    held_elsewhere("#{dropped.name}:acme")
+    dropped.perform_now("acme")
+
+    assert_equal [["enqueue_retry.active_job", LeaseMachines::LeaseBusy],
+                  ["retry_stopped.active_job", LeaseMachines::LeaseBusy],
+                  ["discard.active_job", LeaseMachines::LeaseBusy]], seen
+    assert_equal [LeaseMachines::LeaseBusy], discarded
+    assert_equal %i[retry raise discard], events_named(:conflict).map { _1[:action] }
+  ensure
+    ActiveSupport::Notifications.unsubscribe(subscriber)
   end
 
   def test_discard_emits_its_event_and_runs_nothing

@@ -85,7 +85,7 @@ class ActiveJobRenewalTest < Minitest::Test
     path = self.path
     clock = self.clock
     opened = 0
-    LeaseMachines::ActiveJob.store = lambda do
+    LeaseMachines::Jobs.store = lambda do
       opened += 1
       opened == 1 ? FlakyStore.new(path, clock: clock.to_proc) : renewer.call
     end
@@ -125,7 +125,7 @@ class ActiveJobRenewalTest < Minitest::Test
   end
 
   def test_a_background_renewer_stops_renewing_when_the_job_ends
-    LeaseMachines::ActiveJob.configuration.renewal = :background
+    LeaseMachines::Jobs.configuration.renewal = :background
     running = nil
     leased_job { running = renewer.running? }.perform_now("acme")
 
@@ -137,12 +137,12 @@ class ActiveJobRenewalTest < Minitest::Test
     wrapped = []
     executor = Object.new
     executor.define_singleton_method(:wrap) { |&block| wrapped << :in; block.call.tap { wrapped << :out } }
-    LeaseMachines::ActiveJob.configuration.executor = executor
+    LeaseMachines::Jobs.configuration.executor = executor
     leased_job { renewer.renew_due }.perform_now("acme")
 
     assert_equal %i[in out], wrapped
   ensure
-    LeaseMachines::ActiveJob.configuration.executor = nil
+    LeaseMachines::Jobs.configuration.executor = nil
   end
 
   def test_rails_error_receives_the_errors_when_rails_is_there
@@ -183,7 +183,7 @@ class ActiveJobRenewalTest < Minitest::Test
     leased_job { |job| lease = job.lease }.perform_now("acme")
     clock.advance(10.0)
     other_store.acquire(resource: resource, owner: 999, ttl: 30.0)
-    LeaseMachines::ActiveJob.pool.with { lease.renew_if_due(_1) }
+    LeaseMachines::Jobs.pool.with { |store| lease.renew_if_due { store.renew(**_1) } }
 
     assert lease.finished?
     assert_empty events_named(:renew)

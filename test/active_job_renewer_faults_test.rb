@@ -13,8 +13,8 @@ class ActiveJobRenewerFaultsTest < Minitest::Test
 
   def setup
     super
-    LeaseMachines::ActiveJob.configure do |config|
-      config.clock = LeaseMachines::ActiveJob::Configuration::MONOTONIC
+    LeaseMachines::Jobs.configure do |config|
+      config.clock = LeaseMachines::Jobs::Configuration::MONOTONIC
       config.renewal = :background
     end
   end
@@ -24,7 +24,7 @@ class ActiveJobRenewerFaultsTest < Minitest::Test
   def teardown
     renewer.stop
   rescue Exception => e
-    LeaseMachines::ActiveJob.instance_variable_set(:@renewer, nil)
+    LeaseMachines::Jobs.instance_variable_set(:@renewer, nil)
     flunk "Renewer#stop raised #{e.class}: #{e.message}"
   ensure
     super
@@ -45,7 +45,7 @@ class ActiveJobRenewerFaultsTest < Minitest::Test
     path = self.path
     clock = self.clock
     opened = 0
-    LeaseMachines::ActiveJob.store = lambda do
+    LeaseMachines::Jobs.store = lambda do
       opened += 1
       opened == 1 ? FlakyStore.new(path, clock: clock.to_proc) : renewers.call
     end
@@ -86,7 +86,7 @@ class ActiveJobRenewerFaultsTest < Minitest::Test
   end
 
   def test_an_error_handler_that_raises_does_not_stop_it
-    LeaseMachines::ActiveJob.configuration.error_handler = ->(*) { raise ArgumentError, "handler down" }
+    LeaseMachines::Jobs.configuration.error_handler = ->(*) { raise ArgumentError, "handler down" }
     store_factory { FlakyStore.new(path, clock: clock.to_proc).tap { _1.failing = true } }
     seen = nil
     _, stderr = capture_io do

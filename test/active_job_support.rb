@@ -6,7 +6,7 @@ require "test_helper"
 # a Ruby without them (the aarch64 Rubies under qemu, which have no sqlite3 gem either) skips these tests.
 LEASE_MACHINES_RAILS = begin
   require "active_record"
-  require "lease_machines/active_job"
+  require "lease_machines/jobs"
   true
 rescue LoadError
   false
@@ -94,7 +94,7 @@ module LeaseMachines
       super
       skip "ActiveJob, ActiveRecord or sqlite3 is not installed for this Ruby" unless LEASE_MACHINES_RAILS
       @clock = Clock.new
-      LeaseMachines::ActiveJob.renewer.stop # a background renewer left by another file (the README's examples)
+      LeaseMachines::Jobs.renewer.stop # a background renewer left by another file (the README's examples)
       @path = connect_database
       [Account, Report].each(&:reset_column_information) # the tables of another test, perhaps on another database
       ActiveRecord::Schema.define do
@@ -106,13 +106,13 @@ module LeaseMachines
       path = @path
       stores = @stores
       @errors = []
-      LeaseMachines::ActiveJob.configure do |config|
+      LeaseMachines::Jobs.configure do |config|
         config.clock = clock.to_proc
         config.renewal = :manual
         config.fence_record = nil
         config.error_handler = ->(error, context) { @errors << [error, context] }
       end
-      LeaseMachines::ActiveJob.store = -> { FlakyStore.new(path, clock: clock.to_proc).tap { stores << _1 } }
+      LeaseMachines::Jobs.store = -> { FlakyStore.new(path, clock: clock.to_proc).tap { stores << _1 } }
       @events = []
       @subscription = ActiveSupport::Notifications.subscribe(/\.lease_machines\z/) do |event|
         @events << event
@@ -145,8 +145,8 @@ module LeaseMachines
       return super unless LEASE_MACHINES_RAILS
 
       ActiveSupport::Notifications.unsubscribe(@subscription) if @subscription
-      LeaseMachines::ActiveJob.renewer.stop
-      LeaseMachines::ActiveJob.store = nil # closes the stores the factory opened
+      LeaseMachines::Jobs.renewer.stop
+      LeaseMachines::Jobs.store = nil # closes the stores the factory opened
       @other_store&.close
       ActiveRecord::Base.connection_handler.clear_all_connections!
       ActiveRecord::Base.remove_connection
@@ -162,12 +162,12 @@ module LeaseMachines
     # Takes +resource+'s lease for another owner, as a job of another process would.
     def held_elsewhere(resource, ttl: 30.0) = other_store.acquire(resource: resource, owner: 999, ttl: ttl)
 
-    def renewer = LeaseMachines::ActiveJob.renewer
+    def renewer = LeaseMachines::Jobs.renewer
 
     # A fresh job class named +name+ under this module (ActiveJob needs named classes to enqueue).
     def job_class(name, &body)
       klass = Class.new(::ActiveJob::Base) do
-        include LeaseMachines::ActiveJob
+        include LeaseMachines::HoldsLease
       end
       ActiveJobSupport.send(:remove_const, name) if ActiveJobSupport.const_defined?(name, false)
       ActiveJobSupport.const_set(name, klass)

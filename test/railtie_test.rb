@@ -171,7 +171,7 @@ class RailtieTest < Minitest::Test
     assert_match(/lease_machines_assigned\.rb:1:in [`']<top \(required\)>'/, output) # Ruby 3.3's quote, or 3.4's
     assert_includes output.lines.first, "config.lease_machines cannot be set to \"x\": it is lease_machines' " \
                                         "options (an ActiveSupport::OrderedOptions, applied to LeaseMachines::" \
-                                        "ActiveJob's configuration); set each option on it, as in " \
+                                        "Jobs.configuration); set each option on it, as in " \
                                         "config.lease_machines.default_ttl = 30.seconds (TypeError)\n"
     File.write(initializer, "Rails.application.config.lease_machines = { default_ttl: 5.0 }\n")
     output, status = rails_status("runner", "1")
@@ -181,7 +181,7 @@ class RailtieTest < Minitest::Test
     # Its own kind of object replaces it.
     File.write(initializer, "Rails.application.config.lease_machines = " \
                             "ActiveSupport::OrderedOptions[default_ttl: 5.0]\n")
-    assert_equal "5.0\n", rails("runner", "puts LeaseMachines::ActiveJob.configuration.default_ttl")
+    assert_equal "5.0\n", rails("runner", "puts LeaseMachines::Jobs.configuration.default_ttl")
   end
 
   def test_a_misspelt_option_stops_the_boot_naming_it
@@ -203,7 +203,7 @@ class RailtieTest < Minitest::Test
   # application's database (+adapter+), its write fenced with token 1, the lease released; StaleReportJob's lease
   # taken over before it wrote, its fenced write refused and its whole transaction rolled back.
   def assert_jobs_ran(facts, adapter)
-    assert_equal true, facts["included"], "the Railtie includes LeaseMachines::ActiveJob in ActiveJob::Base"
+    assert_equal true, facts["included"], "the Railtie includes LeaseMachines::HoldsLease in ActiveJob::Base"
     assert_equal 30.0, facts["default_ttl"]
     assert_equal 30.0, facts["ttl"], "holds_lease without ttl: takes config.lease_machines.default_ttl"
     assert_equal true, facts["executor"], "the renewer runs in the application's executor"

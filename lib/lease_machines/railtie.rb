@@ -4,14 +4,14 @@ require "rails/railtie"
 
 module LeaseMachines
   # Rails glue, loaded by +require "lease_machines"+ when Rails is: every job class (ActiveJob::Base) includes
-  # LeaseMachines::ActiveJob, so that +holds_lease+ is there to declare, and +config.lease_machines+ configures it:
+  # LeaseMachines::HoldsLease, so that +holds_lease+ is there to declare, and +config.lease_machines+ configures it:
   #
   #   config.lease_machines.default_ttl = 30.seconds # the TTL of a holds_lease that names none
-  #   config.to_prepare { LeaseMachines::ActiveJob.fence_record = ApplicationRecord } # whose database holds the fence
+  #   config.to_prepare { LeaseMachines::Jobs.fence_record = ApplicationRecord } # whose database holds the fence
   #
-  # The options are those of LeaseMachines::ActiveJob::Configuration (store, default_ttl, fence_record, executor,
+  # The options are those of LeaseMachines::Jobs::Configuration (store, default_ttl, fence_record, executor,
   # error_handler, renewal, jitter, clock), applied after the application's config/initializers ran (which may also
-  # call LeaseMachines::ActiveJob.configure: what they set is kept). Unset, the store is the application's own SQLite
+  # call LeaseMachines::Jobs.configure: what they set is kept). Unset, the store is the application's own SQLite
   # or PostgreSQL database (the fence record's: the fence checks the tokens the store issued, so the two share one
   # database), whose tables +bin/rails g lease_machines:install+ migrates, and the executor is the application's,
   # unless code reloading is on (a pending reload would hold up the renewer, which runs no application code). The
@@ -25,7 +25,7 @@ module LeaseMachines
 
       raise TypeError, "config.lease_machines cannot be set to #{LeaseMachines.__send__(:_shown, options)}: it is " \
                        "lease_machines' options (an ActiveSupport::OrderedOptions, applied to " \
-                       "LeaseMachines::ActiveJob's configuration); set each option on it, as in " \
+                       "LeaseMachines::Jobs.configuration); set each option on it, as in " \
                        "config.lease_machines.default_ttl = 30.seconds"
     end
 
@@ -49,7 +49,7 @@ module LeaseMachines
     # What the default store opens: the fence record's database, as a SQLite path or a postgresql:// URL. Raises
     # ArgumentError for another adapter, or an SQLite database the store cannot open by path.
     def self.application_database
-      record = LeaseMachines::ActiveJob.configuration.fence_record!
+      record = LeaseMachines::Jobs.configuration.fence_record!
       db_config = record.connection_db_config
       adapter = db_config.adapter.to_s
       return postgresql_url(db_config.configuration_hash) if adapter == "postgresql"
@@ -98,29 +98,29 @@ module LeaseMachines
     private_class_method :url_escape
 
     # Before the application's config/initializers, so that they (and config.to_prepare) can name
-    # LeaseMachines::ActiveJob. Without the sqlite3 gem (the store's database) the jobs' leases are left out.
-    initializer "lease_machines.active_job.load" do
-      require "lease_machines/active_job"
+    # LeaseMachines::Jobs. Without the sqlite3 gem (the store's database) the jobs' leases are left out.
+    initializer "lease_machines.jobs.load" do
+      require "lease_machines/jobs"
     rescue LoadError => e
       raise unless e.path == "sqlite3"
 
       warn "lease_machines: holds_lease is not available: the lease store needs the sqlite3 gem (#{e.message})"
     end
 
-    initializer "lease_machines.active_job", after: :load_config_initializers do |app|
-      next unless defined?(LeaseMachines::ActiveJob)
+    initializer "lease_machines.jobs", after: :load_config_initializers do |app|
+      next unless defined?(LeaseMachines::Jobs)
 
-      Railtie.configure(LeaseMachines::ActiveJob, app.config.lease_machines, app)
-      ActiveSupport.on_load(:active_job) { include LeaseMachines::ActiveJob }
+      Railtie.configure(LeaseMachines::Jobs, app.config.lease_machines, app)
+      ActiveSupport.on_load(:active_job) { include LeaseMachines::HoldsLease }
     end
 
-    # Applies +options+ (config.lease_machines) to +active_job+'s configuration, then the defaults for what neither
+    # Applies +options+ (config.lease_machines) to +jobs+'s configuration, then the defaults for what neither
     # they nor the application's initializers set. Raises TypeError when +options+ is not an
     # ActiveSupport::OrderedOptions, ArgumentError naming an option it does not know, and the configuration's own
     # TypeError or ArgumentError, prefixed with the option's name, for a value it refuses.
-    def self.configure(active_job, options, app)
+    def self.configure(jobs, options, app)
       settings = options!(options).to_h
-      configuration = active_job.configuration
+      configuration = jobs.configuration
       known = configuration.public_methods.grep(/\A[a-z_]+=\z/).map { _1.to_s.chomp("=").to_sym }.sort
       unknown = settings.keys - known
       unless unknown.empty?
@@ -134,7 +134,7 @@ module LeaseMachines
                                                      !app.config.reloading_enabled?
       store ||= configuration.store || APPLICATION_DATABASE
       begin
-        active_job.store = store # last: it resets the connections opened so far
+        jobs.store = store # last: it resets the connections opened so far
       rescue TypeError, ArgumentError => e
         raise e.class, "config.lease_machines.store: #{e.message}"
       end

@@ -7,14 +7,14 @@
 
 # Pure-Ruby gems from Debian's archive (arch:all binary packages), in dependency order.
 DEBIAN_GEMS=(ruby-rake-compiler-dock ruby-rb-sys rake-compiler ruby-benchmark-ips ruby-progressbar ruby-mini-portile2
-  # ActiveJob and ActiveRecord 7.2 for `lease_machines/active_job` (development only). Their other dependencies
+  # ActiveJob and ActiveRecord 7.2 for `lease_machines/jobs` (development only). Their other dependencies
   # (base64, benchmark, bigdecimal, drb, logger, minitest, securerandom, timeout) are default or bundled gems of
   # CRuby 3.3 and 3.4.
   ruby-concurrent ruby-i18n ruby-tzinfo ruby-connection-pool ruby-activesupport ruby-globalid ruby-activemodel
   ruby-activerecord ruby-activejob)
 
 # Pure-Ruby gems installed after DEBIAN_SOURCE_GEMS, because they need one of those, in dependency order: Rails'
-# railties 7.2 for the Railtie, the install generator and the dummy app of lease_machines/active_job (development
+# railties 7.2 for the Railtie, the install generator and the dummy app of lease_machines/jobs (development
 # only), with the ActionPack and ActionView it loads (`require "rails"` loads action_dispatch/railtie); loofah,
 # rails-html-sanitizer, rails-dom-testing, actionview, actionpack and railties need nokogiri. Their other
 # dependencies (base64, cgi, irb, minitest, racc, rake, tsort) are default or bundled gems of CRuby 3.3 and 3.4.

@@ -20,7 +20,7 @@ module Dummy
     config.lease_machines.default_ttl = 30.seconds
     # The fence record, named once the application's code can be loaded (as the gem's README says); not in the test
     # of another adapter, which only names it (ApplicationRecord would connect).
-    config.to_prepare { LeaseMachines::ActiveJob.fence_record = ApplicationRecord } unless ENV["DUMMY_ADAPTER"]
+    config.to_prepare { LeaseMachines::Jobs.fence_record = ApplicationRecord } unless ENV["DUMMY_ADAPTER"]
     # The test of a misspelt option sets it (a boot must fail, naming it).
     config.lease_machines.renew_evry = 5 if ENV["DUMMY_MISSPELT_OPTION"]
   end

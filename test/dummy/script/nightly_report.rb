@@ -7,7 +7,7 @@ require "json"
 
 released = []
 ActiveSupport::Notifications.subscribe("release.lease_machines") { released << _1.payload[:status] }
-configuration = LeaseMachines::ActiveJob.configuration
+configuration = LeaseMachines::Jobs.configuration
 # Another process takes StaleReportJob's lease over as soon as it was granted: Store#transfer, on a store of its own.
 ActiveSupport::Notifications.subscribe("acquire.lease_machines") do |event|
   lease = event.payload
@@ -25,17 +25,17 @@ stale = begin
 rescue LeaseMachines::Fenced => e
   [e.reason, e.token, e.highest]
 end
-declaration = LeaseMachines::ActiveJob::Declarations::TABLE[NightlyReportJob]
+declaration = LeaseMachines::Jobs::Declarations::TABLE[NightlyReportJob]
 connection = ActiveRecord::Base.connection
-fence_store = connection.raw_connection.instance_variable_get(LeaseMachines::ActiveJob::FencedWrite::SLOT)
+fence_store = connection.raw_connection.instance_variable_get(LeaseMachines::Jobs::StorePool::FENCE)
 puts JSON.generate(
-  included: ActiveJob::Base.include?(LeaseMachines::ActiveJob),
+  included: ActiveJob::Base.include?(LeaseMachines::HoldsLease),
   default_ttl: configuration.default_ttl,
   ttl: declaration&.ttl,
   executor: configuration.executor.equal?(Rails.application.executor),
   fence_record: configuration.fence_record&.name,
   default_store: configuration.store.equal?(LeaseMachines::Railtie::APPLICATION_DATABASE),
-  store: LeaseMachines::ActiveJob.pool.with { [_1.adapter_name, _1.clock.nil?, _1.path] },
+  store: LeaseMachines::Jobs.pool.with { [_1.adapter_name, _1.clock.nil?, _1.path] },
   fence: fence_store && [fence_store.adapter_name, fence_store.database.equal?(connection.raw_connection)],
   report: Report.pluck(:token, :body),
   leases: connection.select_rows("SELECT resource, token, owner FROM lease_machines_leases ORDER BY resource"),

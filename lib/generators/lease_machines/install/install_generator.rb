@@ -55,7 +55,7 @@ module LeaseMachines
 
         say_status :note, "the fence and the default store use ActiveRecord::Base's database, the primary one: for " \
                           "#{options[:database]}, set the fence record to a class connected to it " \
-                          "(config.to_prepare { LeaseMachines::ActiveJob.fence_record = ... })", :yellow
+                          "(config.to_prepare { LeaseMachines::Jobs.fence_record = ... })", :yellow
       end
 
       def create_initializer = template("lease_machines.rb.tt", "config/initializers/lease_machines.rb")

@@ -1,15 +1,13 @@
 # frozen_string_literal: true
 
 module LeaseMachines
-  module ActiveJob
+  module Jobs
     # What a job class declared with +holds_lease+, checked once when the class is defined: the key proc, the group,
     # the renewal schedule (a Cadence, checked by the core: 0 < renew_every < ttl, warn_before < ttl) and what to do
     # when another owner holds the lease.
     #
     # - Seconds (+ttl+, +renew_every+, +warn_before+, +wait+) are a Duration or a number, positive and at most
-    #   MAX_SECONDS: 2**63 seconds (about 292 billion years), the longest TTL whose deadline (now + ttl, counted by
-    #   the core in nanoseconds up to about 2**64 seconds) cannot overflow for any clock reading below 2**63 seconds,
-    #   the wall clock's Unix time included. A longer one would be accepted here and refused at every perform.
+    #   2**63 (see Seconds).
     # - The group (the first part of the resource name, "GROUP:KEY") is +group:+, else the job's class name; it is
     #   converted to UTF-8. A subclass of the declaring class inherits its lease but is another job: it takes its
     #   leases in its own group, its own class name (a ChildJob's resource is "ChildJob:42", not "ParentJob:42", so
@@ -18,8 +16,6 @@ module LeaseMachines
     class Declaration
       CONFLICT_ACTIONS = %i[retry discard raise].freeze
       OPTIONS = %i[key ttl renew_every warn_before on_conflict wait attempts group].freeze
-      # The longest length of time an option accepts, in seconds (see above).
-      MAX_SECONDS = 2**63
 
       attr_reader :key, :group, :cadence, :on_conflict, :wait, :attempts
 
@@ -37,7 +33,7 @@ module LeaseMachines
         @explicit_group = options.key?(:group)
         @group = group_name(options.fetch(:group) { job_class.name }, job_class)
         ttl = seconds(:ttl, options.fetch(:ttl) do
-          ActiveJob.configuration.default_ttl or
+          Jobs.configuration.default_ttl or
             raise ArgumentError, "holds_lease: ttl: is required (or a default_ttl in the configuration)"
         end)
         renew_every = seconds(:renew_every, options.fetch(:renew_every, ttl / 3.0))
@@ -100,22 +96,7 @@ module LeaseMachines
         raise ArgumentError, "holds_lease: #{e.message}"
       end
 
-      # An ActiveSupport::Duration (30.seconds) or a number of seconds, as Float seconds.
-      def seconds(name, value)
-        value = value.to_f if defined?(ActiveSupport::Duration) && ActiveSupport::Duration === value
-        unless Integer === value || Float === value
-          raise TypeError, "holds_lease: #{name}: must be a Duration or Float seconds, got #{Store.shown(value)}"
-        end
-        unless value.positive? && (Integer === value || value.finite?)
-          raise ArgumentError, "holds_lease: #{name}: must be positive and finite, got #{Store.shown(value)}"
-        end
-        if value > MAX_SECONDS
-          raise ArgumentError, "holds_lease: #{name}: must be at most 2**63 seconds (about 292 billion years: a " \
-                               "longer one overflows the lease's deadline), got #{Store.shown(value)}"
-        end
-
-        value.to_f
-      end
+      def seconds(name, value) = Seconds.from(value, "holds_lease: #{name}:")
 
       def conflict_action(action)
         return action if CONFLICT_ACTIONS.include?(action)

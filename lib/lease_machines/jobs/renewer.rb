@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module LeaseMachines
-  module ActiveJob
+  module Jobs
     # The one renewer of a process: renews every held lease on its cadence through a store connection of its own,
     # on a background thread (or by hand: +renewal: :manual+ and #renew_due). It sleeps until the earliest renewal any
     # lease's Holder asks for, shortened by up to +jitter+ of it so that processes started together spread out. After
@@ -65,13 +65,14 @@ module LeaseMachines
 
       def running? = @lock.synchronize { @thread&.alive? || false }
 
-      # One pass: renews each lease whose renewal is due, reports each error. Returns the seconds until the next
+      # One pass: renews each lease whose renewal is due (through the renewer's own store connection, when the store is
+    # a factory; the shared one otherwise), reports each error. Returns the seconds until the next
       # renewal any lease asks for, backed off after failures (nil without leases).
       def renew_due
         failed_any = false
         wrap do
           leases.each do |lease|
-            lease.renew_if_due(own_store_pool)
+            lease.renew_if_due { |request| @pool.with(own: self) { _1.renew(**request) } }
           rescue *FATAL
             raise
           rescue Exception => e # all but FATAL (re-raised above)
@@ -123,9 +124,6 @@ module LeaseMachines
         @failures = 0
         @pid = Process.pid
       end
-
-      # The renewer's own connection, when the store is a factory; the shared one otherwise.
-      def own_store_pool = RenewerStore.new(@pool, self)
 
       def start
         return if @thread&.alive?
@@ -210,16 +208,6 @@ module LeaseMachines
           nil # stderr is gone: nothing is left to tell
         end
       end
-    end
-
-    # The store the renewer renews through: its own connection (the pool's store for the renewer).
-    class RenewerStore
-      def initialize(pool, renewer)
-        @pool = pool
-        @renewer = renewer
-      end
-
-      def renew(**request) = @pool.with(own: @renewer) { _1.renew(**request) }
     end
   end
 end

@@ -3,7 +3,7 @@
 require "active_support/log_subscriber"
 
 module LeaseMachines
-  module ActiveJob
+  module Jobs
     # Logs the lease_machines events to ActiveJob's logger: lost, conflict, at_risk and fenced writes refused at warn,
     # thread errors at error, the rest at info (acquire, release) and debug (renew).
     class LogSubscriber < ActiveSupport::LogSubscriber
@@ -66,4 +66,4 @@ module LeaseMachines
   end
 end
 
-LeaseMachines::ActiveJob::LogSubscriber.attach_to :lease_machines
+LeaseMachines::Jobs::LogSubscriber.attach_to :lease_machines

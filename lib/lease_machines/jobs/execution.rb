@@ -3,16 +3,17 @@
 require "securerandom"
 
 module LeaseMachines
-  module ActiveJob
+  module Jobs
     # One perform of a job that holds a lease (its around_perform): acquire the lease of the job's resource, run the
     # job while the renewer keeps the lease, stop renewing and release it (with owner and token) when the job ends
-    # however it ends. A lease held by another owner is a conflict: retried later with retry_job (at most +attempts+
-    # times, then LeaseBusy), discarded with a conflict event, or raised as LeaseBusy.
+    # however it ends. A lease held by another owner is a conflict: a conflict event, then LeaseBusy, which the job
+    # class's retry_on or discard_on (see HoldsLease) handles.
     module Execution
       # Owners are random per perform, in the store's signed 64-bit range: two performs never share one.
       MAX_OWNER = Store::MAX_TOKEN
-      # The job's count of conflicts, kept in exception_executions so that it survives retry_job's serialization.
-      CONFLICTS = "lease_machines.conflicts"
+      # Where ActiveJob's retry_on counts the job's LeaseBusy retries (exception_executions, which survives
+      # retry_job's serialization): under the list of the errors it was declared for, as a String.
+      CONFLICTS = [LeaseBusy].to_s
 
       module_function
 
@@ -21,34 +22,36 @@ module LeaseMachines
       # grant commits acts once the job is running, and the lease is still released. Only the job's own work runs
       # interruptible.
       def perform(job, declaration)
-        configuration = ActiveJob.configuration
+        configuration = Jobs.configuration
         resource = ResourceKey.resource_name(declaration.group, declaration.key.call(*job.arguments))
         owner = SecureRandom.random_number(MAX_OWNER) + 1
         Thread.handle_interrupt(Object => :never) do
           sent = configuration.clock.call
           store_clock = nil
-          decision = ActiveJob.pool.with do |store|
+          decision = Jobs.pool.with do |store|
             refuse_own_transaction(store, configuration, resource)
             store_clock = store.clock
             store.acquire(resource: resource, owner: owner, ttl: declaration.ttl)
           end
-          return conflict(job, declaration, resource, owner, decision) unless decision.granted?
+          conflict(job, declaration, resource, owner, decision) unless decision.granted?
 
           lease = JobLease.new(job: job, resource: resource, lease: decision.lease, sent_at: sent,
                                cadence: declaration.cadence, clock: configuration.clock, store_clock: store_clock)
           begin
             job.instance_variable_set(:@lease_machines_lease, lease)
             lease.instrument(:acquire, ttl: declaration.ttl, expires_at: lease.expires_at)
-            ActiveJob.renewer.register(lease)
+            Jobs.renewer.register(lease)
             Thread.handle_interrupt(Object => :immediate) { yield }
           ensure
-            ActiveJob.renewer.unregister(lease)
+            Jobs.renewer.unregister(lease)
             lease.finish
             release(lease, configuration)
           end
         end
       end
 
+      # Emits the conflict event and raises LeaseBusy, which the job class handles as its declaration said (see
+      # HoldsLease): retried with retry_on until +attempts+ retries were spent, discarded with discard_on, or raised.
       def conflict(job, declaration, resource, owner, decision)
         unless decision.reason == :occupied
           raise Error, "#{resource}: the lease store refused the grant (#{decision.reason}); the job did not run"
@@ -60,13 +63,7 @@ module LeaseMachines
         Instrumentation.instrument(:conflict, job: job, resource: resource, owner: owner, token: nil, action: action,
                                               reason: decision.reason, conflicts: conflicts,
                                               attempts: declaration.attempts)
-        case action
-        when :retry
-          job.exception_executions[CONFLICTS] = conflicts + 1
-          job.retry_job(wait: declaration.wait)
-        when :raise then raise LeaseBusy.new(resource: resource, attempts: conflicts)
-        end
-        nil
+        raise LeaseBusy.new(resource: resource, attempts: conflicts)
       end
 
       # A grant that would wait for a lock only this thread can free, refused at once (saying what to do) instead of
@@ -76,12 +73,12 @@ module LeaseMachines
       # PostgreSQL locks rows: the grant runs on the store's own connection beside the open transaction, and waits
       # only when that transaction holds +resource+'s row (an earlier job's fenced write joined it).
       def refuse_own_transaction(store, configuration, resource)
-        record = configuration.fence_record || (defined?(::ActiveRecord::Base) && ::ActiveRecord::Base)
+        record = configuration.fence_record_in_use
         connection = record && active_connection(record)
         # Begun on the database: ActiveRecord begins a transaction lazily, at its first statement.
         return unless connection&.transaction_open? && connection.current_transaction.materialized?
         if store.adapter_name == :postgresql
-          refuse_held_row(resource) if FencedWrite.holds?(connection, resource)
+          refuse_held_row(resource) if FenceTransaction.holds?(connection, resource)
           return
         end
         return unless connection.adapter_name.match?(/sqlite/i)
@@ -117,10 +114,10 @@ module LeaseMachines
       # is released once that transaction has ended: a release now would wait for it, on this very thread.
       def release(lease, configuration)
         if (connection = lease.holding_connection)
-          return FencedWrite.after_transaction(connection) { release(lease, configuration) }
+          return FenceTransaction.after_transaction(connection) { release(lease, configuration) }
         end
 
-        decision = ActiveJob.pool.with { lease.release(_1) }
+        decision = Jobs.pool.with { lease.release(_1) }
         lease.instrument(:release, status: decision.status, reason: decision.reason)
       rescue StandardError => e
         configuration.report(e, { during: "release", resource: lease.resource, token: lease.token })

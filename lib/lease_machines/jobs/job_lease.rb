@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module LeaseMachines
-  module ActiveJob
+  module Jobs
     # What a job's body sees as +lease+: the lease it holds on +resource+ as +owner+, with its fencing +token+, and how
     # far to trust it, from the core's Holder on the holders' clock (deadlines counted from before each request was
     # sent). +state+ is :held, :at_risk or :lost. Nothing here interrupts the job: it asks (+check!+, +held?+) and
@@ -61,14 +61,14 @@ module LeaseMachines
       end
 
       # Runs the block (given the ActiveRecord connection) as a write protected by this lease's token, in a transaction
-      # on the fence record's database (joining one that is open): see FencedWrite. Raises LeaseLost without writing
-      # when the lease is known lost (its job ended included), LeaseMachines::Fenced when the fence refuses the token
-      # (the whole transaction rolled back). Instrumented as fenced_write around the write, with its +outcome+
+      # on the fence record's database (joining one that is open): see FenceTransaction. Raises LeaseLost without
+      # writing when the lease is known lost (its job ended included), LeaseMachines::Fenced when the fence refuses the
+      # token (the whole transaction rolled back). Instrumented as fenced_write around the write, with its +outcome+
       # (:written or :refused) and whether the write's transaction +committed+.
       def fenced(record: nil, &block)
         raise ArgumentError, "fenced needs a block: the write it protects" unless block
 
-        record ||= ActiveJob.configuration.fence_record!
+        record ||= Jobs.configuration.fence_record!
         unless Class === record && record.respond_to?(:with_connection)
           raise TypeError, "fenced: record: must be an ActiveRecord class, got #{Store.shown(record)}"
         end
@@ -76,7 +76,7 @@ module LeaseMachines
         check_not_lost!
         used = nil
         instrument(:fenced_write) do |payload|
-          result = FencedWrite.run(record, resource: resource, token: token, clock: @store_clock,
+          result = FenceTransaction.run(record, resource: resource, token: token, clock: @store_clock,
                                            payload: payload) { |connection| block.call(used = connection) }
           payload[:outcome] = :written
           holding(used)
@@ -98,9 +98,11 @@ module LeaseMachines
 
       def inspect = "#<#{self.class.name} #{resource} owner=#{owner} token=#{token} #{state}>"
 
-      # Called by the renewer: renews through +store+ when the Holder says a renewal is due, and reports what changed
-      # (renew, at_risk, lost). A StoreError is raised to the renewer after the state is reported.
-      def renew_if_due(store)
+      # Called by the renewer: when the Holder says a renewal is due, yields the renewal's request (a Hash of
+      # Store#renew's keywords: resource, owner, token, ttl) to the block, which sends it and returns the Decision,
+      # and reports what changed (renew, at_risk, lost). A StoreError the block raises is raised to the renewer after
+      # the state is reported.
+      def renew_if_due
         sent = @lock.synchronize do
           now = @clock.call
           next if @finished || !@holder.renewal_due?(now: now)
@@ -112,7 +114,7 @@ module LeaseMachines
         return observe unless sent
 
         begin
-          decision = store.renew(resource: resource, owner: owner, token: token, ttl: cadence.ttl)
+          decision = yield({ resource: resource, owner: owner, token: token, ttl: cadence.ttl })
         rescue StoreError
           observe
           raise
@@ -151,7 +153,7 @@ module LeaseMachines
       # An ActiveRecord connection whose open transaction holds the lease's row (a fenced write joined it, on
       # PostgreSQL), or nil: a release must wait until that transaction ends.
       def holding_connection
-        @lock.synchronize { @holding&.find { FencedWrite.holds?(_1, resource) } }
+        @lock.synchronize { @holding&.find { FenceTransaction.holds?(_1, resource) } }
       end
 
       # Gives the lease back through +store+ with owner and token: a stale release is refused by the authority and can
@@ -193,7 +195,7 @@ module LeaseMachines
 
       # Keeps +connection+ when its open transaction holds the lease's row after a write (see #holding_connection).
       def holding(connection)
-        return unless connection && FencedWrite.holds?(connection, resource)
+        return unless connection && FenceTransaction.holds?(connection, resource)
 
         @lock.synchronize { (@holding ||= []) << connection unless @holding&.include?(connection) }
       end

@@ -3,7 +3,7 @@
 require "active_support/notifications"
 
 module LeaseMachines
-  module ActiveJob
+  module Jobs
     # The ActiveSupport::Notifications events of a job's lease, each "<event>.lease_machines", with +job+,
     # +resource+, +owner+ and +token+ in every payload (+owner+ and +token+ nil before a grant).
     module Instrumentation

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module LeaseMachines
-  module ActiveJob
+  module Jobs
     # The name of a job's resource: "GROUP:KEY", where KEY is what the declaration's key proc returned for the job's
     # arguments. An ActiveRecord record (anything with a model name and an id) is "Account/42"; a String, Symbol or
     # Integer is itself; an Array is its parts joined by ",". Anything else is a TypeError: a key must not depend on

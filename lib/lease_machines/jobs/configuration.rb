@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module LeaseMachines
-  module ActiveJob
+  module Jobs
     # Where jobs take their leases and write through the fence, outside Rails as inside it.
     #
     # - +store+: a LeaseMachines::Store, or a factory (anything with +call+) that opens one. A Store is one
@@ -15,7 +15,7 @@ module LeaseMachines
     # - +renewal+: :background (a renewer thread per process) or :manual (Renewer#renew_due is called by hand).
     # - +jitter+: the fraction of renew_every the renewer's sleep varies by (0.1).
     # - +default_ttl+: the TTL of a +holds_lease+ that names none, Float seconds (a Duration is converted), at most
-    #   Declaration::MAX_SECONDS; nil (the default) makes +ttl:+ required. Read when the job class declares its lease.
+    #   Seconds::MAX; nil (the default) makes +ttl:+ required. Read when the job class declares its lease.
     #
     # A setter given a value it cannot use raises TypeError or ArgumentError, whatever the value (a BasicObject too).
     class Configuration
@@ -53,27 +53,15 @@ module LeaseMachines
       end
 
       def clock=(clock)
-        unless ResourceKey.responds?(clock, :call)
-          raise TypeError, "clock must respond to call, got #{Store.shown(clock)}"
-        end
-
-        @clock = clock
+        @clock = responding(:clock, clock, :call)
       end
 
       def executor=(executor)
-        unless nil.equal?(executor) || ResourceKey.responds?(executor, :wrap)
-          raise TypeError, "executor must respond to wrap, got #{Store.shown(executor)}"
-        end
-
-        @executor = executor
+        @executor = nil.equal?(executor) ? nil : responding(:executor, executor, :wrap)
       end
 
       def error_handler=(handler)
-        unless ResourceKey.responds?(handler, :call)
-          raise TypeError, "error_handler must respond to call, got #{Store.shown(handler)}"
-        end
-
-        @error_handler = handler
+        @error_handler = responding(:error_handler, handler, :call)
       end
 
       def renewal=(renewal)
@@ -94,26 +82,15 @@ module LeaseMachines
       end
 
       def default_ttl=(ttl)
-        return @default_ttl = nil if nil.equal?(ttl)
-
-        ttl = ttl.to_f if defined?(ActiveSupport::Duration) && ActiveSupport::Duration === ttl
-        unless Float === ttl || Integer === ttl
-          raise TypeError, "default_ttl must be a Duration or Float seconds, got #{Store.shown(ttl)}"
-        end
-        unless ttl.positive? && (Integer === ttl || ttl.finite?)
-          raise ArgumentError, "default_ttl must be positive and finite, got #{Store.shown(ttl)}"
-        end
-        if ttl > Declaration::MAX_SECONDS
-          raise ArgumentError, "default_ttl must be at most 2**63 seconds (about 292 billion years: a longer one " \
-                               "overflows the lease's deadline), got #{Store.shown(ttl)}"
-        end
-
-        @default_ttl = ttl.to_f
+        @default_ttl = nil.equal?(ttl) ? nil : Seconds.from(ttl, "default_ttl")
       end
 
-      # The fence record in use: the configured one, else ActiveRecord::Base.
+      # The fence record in use: the configured one, else ActiveRecord::Base when ActiveRecord is loaded, else nil.
+      def fence_record_in_use = @fence_record || (defined?(::ActiveRecord::Base) && ::ActiveRecord::Base) || nil
+
+      # The fence record in use; ArgumentError when there is none.
       def fence_record!
-        @fence_record || (defined?(::ActiveRecord::Base) && ::ActiveRecord::Base) ||
+        fence_record_in_use or
           raise(ArgumentError, "fenced writes need ActiveRecord (require \"active_record\") or a fence_record")
       end
 
@@ -124,6 +101,15 @@ module LeaseMachines
         else
           @error_handler.call(error, context)
         end
+      end
+
+      private
+
+      # +value+, when it responds to +method+; a TypeError naming the option +name+ otherwise.
+      def responding(name, value, method)
+        return value if ResourceKey.responds?(value, method)
+
+        raise TypeError, "#{name} must respond to #{method}, got #{Store.shown(value)}"
       end
     end
   end

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module LeaseMachines
-  module ActiveJob
+  module Jobs
     # A write through the fence on an ActiveRecord connection (SQLite or PostgreSQL): opens a transaction on the
     # fence record's connection, or joins the one open there, makes it real (ActiveRecord begins transactions
     # lazily), and hands the rest to Store#fenced on that connection's own driver connection (SQLite3::Database,
@@ -11,15 +11,11 @@ module LeaseMachines
     # transaction has). A refused token raises Fenced and the whole ActiveRecord transaction rolls back (jobs enqueued
     # in it after commit included). The rule is the core's; this only finds the connection, and yields it to the
     # block.
-    module FencedWrite
-      # Where a raw connection keeps its fence Store: on the connection object itself, so that it lives exactly as
-      # long as the connection.
-      SLOT = :@lease_machines_fence
+    module FenceTransaction
       # Where an ActiveRecord connection on PostgreSQL lists the resources whose lease rows its open transaction
       # holds (FOR SHARE, since a fenced write joined it): until that transaction ends, no request of the lease store
       # on them (a grant, a renewal, a release) can commit.
       HELD = :@lease_machines_held
-      LOCK = Thread::Mutex.new
 
       module_function
 
@@ -30,7 +26,7 @@ module LeaseMachines
       # false).
       def run(record, resource:, token:, clock:, payload: {})
         record.with_connection do |connection|
-          store = store_for(connection, clock)
+          store = Jobs.pool.fence_store(connection, clock)
           failure = transaction = nil
           begin
             result = connection.transaction do
@@ -76,40 +72,6 @@ module LeaseMachines
 
         connection.instance_variable_set(HELD, { resource => true })
         after_transaction(connection) { connection.instance_variable_set(HELD, nil) }
-      end
-
-      # The connection's configured busy timeout in Float seconds, or nil.
-      def busy_timeout(connection)
-        milliseconds = connection.pool.db_config.configuration_hash[:timeout]
-        milliseconds && Integer(milliseconds) / 1000.0
-      end
-
-      # The fence's Store on +connection+ (created at its first fenced write, inside an open transaction or not),
-      # deciding on +clock+ (nil: the PostgreSQL server's clock, as the lease store's own). On PostgreSQL it changes
-      # nothing of the connection: its lock_timeout is the application's. On SQLite it changes one setting, and keeps
-      # its value: the busy timeout that database.yml gives (+timeout+, milliseconds) becomes sqlite3's
-      # busy_handler_timeout of the same length, as Rails 8 sets it, because ActiveRecord 7.2's C busy timeout waits
-      # holding the GVL, and would stall the very thread that holds the lock (another job's, the renewer's) until it
-      # runs out. Journal mode and synchronous are left as the application set them.
-      def store_for(connection, clock)
-        raw = connection.raw_connection
-        options = if defined?(::SQLite3::Database) && ::SQLite3::Database === raw
-                    { busy_timeout: busy_timeout(connection) }
-                  elsif defined?(::PG::Connection) && ::PG::Connection === raw
-                    {}
-                  else
-                    raise ArgumentError, "fenced writes support SQLite and PostgreSQL connections, got " \
-                                         "#{connection.adapter_name}"
-                  end
-
-        LOCK.synchronize do
-          store = raw.instance_variable_get(SLOT)
-          unless store && store.clock.equal?(clock) # a clock may be nil: the PostgreSQL server's
-            store = Store.new(raw, clock: clock, **options)
-            raw.instance_variable_set(SLOT, store)
-          end
-          store
-        end
       end
     end
   end

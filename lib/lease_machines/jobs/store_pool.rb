@@ -1,0 +1,118 @@
+# frozen_string_literal: true
+
+module LeaseMachines
+  module Jobs
+    # Every Store the jobs use, in two kinds:
+    #
+    # - The lease store's (+with+): the configured store, to one request at a time. A Store given as is is one
+    #   connection, shared behind a Mutex (Store allows one request at a time), and only in the process that
+    #   configured it. A factory opens one Store per thread (and one for the renewer), and new ones in a forked child:
+    #   a SQLite connection must not cross a fork.
+    # - The fence's (+fence_store+): a Store on an ActiveRecord connection's own driver connection, for the fenced
+    #   writes made on it, kept on that driver connection so that it lives exactly as long as it.
+    class StorePool
+      # Where a driver connection keeps its fence Store.
+      FENCE = :@lease_machines_fence
+
+      def initialize(configuration)
+        @configuration = configuration
+        @lock = Thread::Mutex.new
+        @pid = @configured_in = Process.pid
+        @stores = {}
+      end
+
+      # Yields a store for the current thread; +own:+ names a connection of its own (the renewer's).
+      def with(own: nil, &)
+        source = @configuration.store or
+          raise ArgumentError, "no lease store: set LeaseMachines::Jobs.store = LeaseMachines::Store.new(path)"
+        return yield store_for(own || Thread.current, source) unless source.is_a?(Store)
+
+        if @configured_in != Process.pid
+          raise StoreError, "#{source.path}: this Store was opened before fork and its connection is the parent's; " \
+                            "set LeaseMachines::Jobs.store to a factory (-> { LeaseMachines::Store.new(path) })"
+        end
+        @lock.synchronize { yield source }
+      end
+
+      # Closes every store the factory opened: the configuration changes.
+      def reset
+        stores = @lock.synchronize do
+          @configured_in = @pid = Process.pid
+          @stores.values.tap { @stores = {} }
+        end
+        stores.each(&:close)
+      end
+
+      # In a forked child: forgets the parent's stores without closing them (they are the parent's connections).
+      def after_fork
+        @lock.synchronize do
+          @stores = {}
+          @pid = Process.pid
+        end
+      end
+
+      # The fence's Store on an ActiveRecord +connection+ (created at its first fenced write, inside an open
+      # transaction or not), deciding on +clock+ (nil: the PostgreSQL server's clock, as the lease store's own). On
+      # PostgreSQL it changes nothing of the connection: its lock_timeout is the application's. On SQLite it changes
+      # one setting, and keeps its value: the busy timeout that database.yml gives (+timeout+, milliseconds) becomes
+      # sqlite3's busy_handler_timeout of the same length, as Rails 8 sets it, because ActiveRecord 7.2's C busy
+      # timeout waits holding the GVL, and would stall the very thread that holds the lock (another job's, the
+      # renewer's) until it runs out. Journal mode and synchronous are left as the application set them. Raises
+      # ArgumentError for a connection to another database.
+      def fence_store(connection, clock)
+        raw = connection.raw_connection
+        options = if defined?(::SQLite3::Database) && ::SQLite3::Database === raw
+                    { busy_timeout: busy_timeout(connection) }
+                  elsif defined?(::PG::Connection) && ::PG::Connection === raw
+                    {}
+                  else
+                    raise ArgumentError, "fenced writes support SQLite and PostgreSQL connections, got " \
+                                         "#{connection.adapter_name}"
+                  end
+
+        @lock.synchronize do
+          store = raw.instance_variable_get(FENCE)
+          unless store && store.clock.equal?(clock) # a clock may be nil: the PostgreSQL server's
+            store = Store.new(raw, clock: clock, **options)
+            raw.instance_variable_set(FENCE, store)
+          end
+          store
+        end
+      end
+
+      private
+
+      # An ActiveRecord connection's configured busy timeout in Float seconds, or nil.
+      def busy_timeout(connection)
+        milliseconds = connection.pool.db_config.configuration_hash[:timeout]
+        milliseconds && Integer(milliseconds) / 1000.0
+      end
+
+      def store_for(owner, factory)
+        after_fork if @pid != Process.pid
+        @lock.synchronize do
+          @stores.fetch(owner) do
+            close_finished # only when a store is opened: a request on a thread's own store allocates nothing here
+            @stores[owner] = opened(factory.call)
+          end
+        end
+      end
+
+      # A finished thread's connection is closed here, not left to the garbage collector.
+      def close_finished
+        @stores.delete_if do |thread, store|
+          next false unless thread.is_a?(Thread) && !thread.alive?
+
+          store.close
+          true
+        end
+      end
+
+      def opened(store)
+        return store if store.is_a?(Store)
+
+        raise TypeError, "the store factory returned #{Store.shown(store)}, not a LeaseMachines::Store"
+      end
+    end
+  end
+end
