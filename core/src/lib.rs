@@ -33,6 +33,7 @@ mod owner;
 mod resource;
 mod row;
 mod rules;
+mod semaphore;
 #[cfg(feature = "alloc")]
 mod table;
 mod token;
@@ -48,6 +49,7 @@ pub use lease::Lease;
 pub use owner::OwnerId;
 pub use resource::{check_resource_name, ResourceNameError, MAX_RESOURCE_BYTES};
 pub use row::{LeaseRow, Request, RowDecision};
+pub use semaphore::{Limit, Semaphore, SlotDecision, SlotRequest, MAX_LIMIT};
 pub use token::FencingToken;
 pub use write_check::WriteCheck;
 
