@@ -13,6 +13,7 @@ use lease_machines::{
     Semaphore, SlotDecision, SlotRequest, WriteCheck, MAX_LIMIT,
 };
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 
 const CLAMP: ClockPolicy = ClockPolicy::Clamp;
 
@@ -336,6 +337,12 @@ fn rebuilt(row: LeaseRow) -> LeaseRow {
 }
 
 proptest! {
+    // Failing cases kept in `core/proptest-regressions/` and replayed first on every later run.
+    #![proptest_config(ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct("proptest-regressions/semaphore_rules.txt"))),
+        ..ProptestConfig::default()
+    })]
+
     #[test]
     fn the_semaphore_decides_as_the_model_and_keeps_its_invariants(steps in steps(), reject in any::<bool>()) {
         let policy = if reject { ClockPolicy::Reject } else { CLAMP };
