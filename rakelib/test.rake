@@ -16,7 +16,7 @@ task test: :compile
 # libraries' allocations (the README's examples alone 116 s). Their extension objects are the ones the other files make.
 GC_STRESS_EXCLUDED = (%w[readme_test store_test store_inputs_test store_interrupt_test store_soak_test cli_test
                          worker_seven_test nightly_report_test railtie_test postgres_cluster_test
-                         store_postgresql_test store_postgresql_faults_test jobs_layout_test] +
+                         store_postgresql_test store_postgresql_faults_test jobs_layout_test store_semaphore_test] +
                       FileList["test/active_job_*_test.rb"].map { File.basename(_1, ".rb") }).freeze
 
 namespace :test do

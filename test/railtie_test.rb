@@ -44,7 +44,8 @@ class RailtieTest < Minitest::Test
 
     rails("db:migrate")
     tables = sqlite("SELECT name, sql FROM sqlite_master WHERE name LIKE 'lease_machines_%' ORDER BY name")
-    assert_equal %w[lease_machines_fences lease_machines_leases lease_machines_schema], tables.map(&:first)
+    assert_equal %w[lease_machines_fences lease_machines_leases lease_machines_schema lease_machines_slot_fences
+                    lease_machines_slots], tables.map(&:first)
     assert tables.all? { |_, sql| sql.rstrip.end_with?(") STRICT") }, "the migration keeps the store's STRICT tables"
 
     facts = JSON.parse(rails("runner", "script/nightly_report.rb").lines.last)
@@ -72,7 +73,8 @@ class RailtieTest < Minitest::Test
     refute_includes migration, "STRICT"
 
     rails("db:migrate", env: env)
-    assert_equal %w[lease_machines_fences lease_machines_leases lease_machines_schema], postgres_tables
+    assert_equal %w[lease_machines_fences lease_machines_leases lease_machines_schema lease_machines_slot_fences
+                    lease_machines_slots], postgres_tables
     assert_equal [["1"]], postgres("SELECT format FROM lease_machines_schema").values
 
     facts = JSON.parse(rails("runner", "script/nightly_report.rb", env: env).lines.last)
@@ -96,7 +98,8 @@ class RailtieTest < Minitest::Test
     assert_equal [[1, "totals for Acme"]], facts["report"]
     assert_equal [["NightlyReportJob:Account/1", 1]], facts["fences"]
     assert_equal "postgresql://postgres@/#{@database}", facts["store"][2], "the host is in the URL's query"
-    assert_equal [%w[app lease_machines_fences], %w[app lease_machines_leases], %w[app lease_machines_schema]],
+    assert_equal [%w[app lease_machines_fences], %w[app lease_machines_leases], %w[app lease_machines_schema],
+                  %w[app lease_machines_slot_fences], %w[app lease_machines_slots]],
                  postgres("SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE " \
                           "'lease_machines_%' ORDER BY table_name").values
   end

@@ -11,9 +11,10 @@
 use std::time::Duration;
 
 use lease_machines::{
-    Checkpoint, ClockPolicy, Decision, Fence, FencingToken, Lease, LeaseRow, OwnerId, Rejection, Request, WriteCheck,
+    Checkpoint, ClockPolicy, Decision, Fence, FencingToken, Lease, LeaseRow, Limit, OwnerId, Rejection, Request,
+    Semaphore, SlotRequest, WriteCheck, MAX_LIMIT,
 };
-use magnus::{prelude::*, Error, ExceptionClass, IntoValue, RArray, RModule, Ruby, Symbol, Value};
+use magnus::{prelude::*, Error, ExceptionClass, Integer, IntoValue, RArray, RModule, Ruby, Symbol, Value};
 
 use crate::convert::{
     instant, never_current, on_grid, optional_token_arg, owner_arg, seconds_arg, shown, token_arg, u64_arg,
@@ -193,22 +194,31 @@ fn store_decide(
     now: Value,
     clock_policy: Value,
 ) -> Result<RArray, Error> {
-    let place = Place { path, name };
-    let now = seconds_arg(ruby, "now", now)?;
-    let policy = ClockPolicy::arg(ruby, clock_policy)?;
+    let (place, now, policy) = opened(ruby, path, name, now, clock_policy)?;
     // The request's arguments are checked before the row: an input fault is the caller's, whatever is stored.
     let asked = Asked::arg(ruby, kind, args)?;
     let row = row_arg(ruby, &place, row)?;
     let request = asked.on(&row);
     let answer = row.decide(request, now, policy);
-    let (decision, write) = match answer.decision() {
+    let (decision, write) = shown_answer(ruby, answer.decision(), answer.write(), asked.kind == Kind::Transfer)?;
+    Ok(ruby.ary_new_from_values(&[decision, write]))
+}
+
+/// The decision of `answer` as the frozen `LeaseMachines::Decision`, and the row to write (expiries on the grid).
+fn shown_answer(
+    ruby: &Ruby,
+    decision: Decision,
+    write: Option<LeaseRow>,
+    transfer: bool,
+) -> Result<(Value, Value), Error> {
+    let (decision, write) = match decision {
         Decision::Granted(lease) => {
-            let (lease, write) = on_grid_lease(lease, answer.write());
-            let status = if asked.kind == Kind::Transfer { Status::Transferred } else { Status::Granted };
+            let (lease, write) = on_grid_lease(lease, write);
+            let status = if transfer { Status::Transferred } else { Status::Granted };
             (granted(ruby, status, lease)?, write)
         }
         Decision::Renewed(lease) => {
-            let (lease, write) = on_grid_lease(lease, answer.write());
+            let (lease, write) = on_grid_lease(lease, write);
             (granted(ruby, Status::Renewed, lease)?, write)
         }
         Decision::Released => (
@@ -218,13 +228,110 @@ fn store_decide(
                 None,
                 ruby.qnil().as_value(),
             )?,
-            answer.write(),
+            write,
         ),
-        Decision::Rejected(rejection) => (data::refusal(ruby, rejection)?, answer.write()),
+        Decision::Rejected(rejection) => (data::refusal(ruby, rejection)?, write),
     };
     let nil = ruby.qnil().as_value();
-    let write = write.map_or(nil, |row| row_columns(ruby, row).as_value());
-    Ok(ruby.ary_new_from_values(&[decision, write]))
+    Ok((decision, write.map_or(nil, |row| row_columns(ruby, row).as_value())))
+}
+
+/// An Integer from `low` to `high` named `name`: `TypeError` for another class, `ArgumentError` out of range.
+fn bounded_arg(ruby: &Ruby, name: &str, value: Value, low: u32, high: u32) -> Result<u32, Error> {
+    let out_of_range =
+        || Error::new(ruby.exception_arg_error(), format!("{name} must be from {low} to {high}, got {}", shown(value)));
+    let number = u64_arg(ruby, name, value).map_err(|error| match Integer::from_value(value) {
+        Some(_) => out_of_range(),
+        None => error,
+    })?;
+    u32::try_from(number).ok().filter(|number| (low..=high).contains(number)).ok_or_else(out_of_range)
+}
+
+/// A semaphore's limit: an Integer from 1 to [`MAX_LIMIT`].
+fn limit_arg(ruby: &Ruby, value: Value) -> Result<Limit, Error> {
+    let limit = bounded_arg(ruby, "limit", value, 1, MAX_LIMIT)?;
+    Limit::new(limit).ok_or_else(|| Error::new(ruby.exception_arg_error(), format!("no limit {limit}")))
+}
+
+/// A slot of a semaphore: an Integer from 0 to [`MAX_LIMIT`] - 1.
+fn slot_arg(ruby: &Ruby, value: Value) -> Result<u32, Error> {
+    bounded_arg(ruby, "slot", value, 0, MAX_LIMIT - 1)
+}
+
+/// `LeaseMachines._store_decide_slots(path, name, kind, args, now, clock_policy, rows)`: a semaphore's request
+/// decided on its slot rows (`rows[i]` slot `i`'s columns, or `nil`), as `[decision, slot, row_to_write]`. `kind`
+/// and `args`: `:acquire` `[owner, ttl, limit]`, `:renew` `[slot, owner, token, ttl]`, `:release`
+/// `[slot, owner, token]`. A limit outside 1 to 1024 or a slot outside 0 to 1023 raises `ArgumentError`.
+#[allow(clippy::too_many_arguments)]
+fn store_decide_slots(
+    ruby: &Ruby,
+    path: Value,
+    name: Value,
+    kind: Value,
+    args: Value,
+    now: Value,
+    clock_policy: Value,
+    rows: Value,
+) -> Result<RArray, Error> {
+    let (place, now, policy) = opened(ruby, path, name, now, clock_policy)?;
+    let kind = Symbol::try_convert(kind)?.name()?.into_owned();
+    let args = RArray::try_convert(args)?;
+    let arg = |index: isize| args.entry::<Value>(index);
+    // The request's arguments are checked before the rows: an input fault is the caller's, whatever is stored.
+    let (slot, asked) = match kind.as_str() {
+        "acquire" => {
+            let limit = limit_arg(ruby, arg(2)?)?;
+            (None, (Kind::Acquire, owner_arg(ruby, arg(0)?)?, None, seconds_arg(ruby, "ttl", arg(1)?)?, limit))
+        }
+        "renew" | "release" => {
+            let slot = slot_arg(ruby, arg(0)?)?;
+            let owner = owner_arg(ruby, arg(1)?)?;
+            let token = token_arg(ruby, "token", arg(2)?)?;
+            let (kind, ttl) = if kind == "renew" {
+                (Kind::Renew, seconds_arg(ruby, "ttl", arg(3)?)?)
+            } else {
+                (Kind::Release, Duration::ZERO)
+            };
+            (Some(slot), (kind, owner, token, ttl, Limit::ONE))
+        }
+        other => return Err(Error::new(ruby.exception_arg_error(), format!("no semaphore request {other:?}"))),
+    };
+    let rows = RArray::try_convert(rows)?;
+    if rows.len() > MAX_LIMIT as usize {
+        return Err(place.corrupt(ruby, "lease", &format!("{} slot rows, more than any limit makes", rows.len())));
+    }
+    let rows = rows.into_iter().map(|row| row_arg(ruby, &place, row)).collect::<Result<Vec<_>, _>>()?;
+    let Some(semaphore) = Semaphore::new(&rows) else {
+        return Err(place.corrupt(ruby, "lease", "more slot rows than any limit makes"));
+    };
+    let (kind, owner, token, ttl, limit) = asked;
+    let request = match (kind, slot) {
+        (Kind::Renew, Some(slot)) | (Kind::Release, Some(slot)) => {
+            // A token 0 is one that is not the slot's current one, so that it goes through every check.
+            let row = semaphore.row(slot);
+            let token = token.unwrap_or_else(|| never_current(row.checkpoint().lease().map(|lease| lease.token())));
+            if kind == Kind::Renew {
+                SlotRequest::Renew { slot, owner, token, ttl }
+            } else {
+                SlotRequest::Release { slot, owner, token }
+            }
+        }
+        _ => SlotRequest::Acquire { owner, ttl, limit },
+    };
+    let answer = semaphore.decide(request, now, policy);
+    let (decision, write) = shown_answer(ruby, answer.decision(), answer.write(), false)?;
+    Ok(ruby.ary_new_from_values(&[decision, answer.slot().into_value_with(ruby), write]))
+}
+
+/// A request's place, instant and clock policy, checked.
+fn opened(
+    ruby: &Ruby,
+    path: Value,
+    name: Value,
+    now: Value,
+    policy: Value,
+) -> Result<(Place, Duration, ClockPolicy), Error> {
+    Ok((Place { path, name }, seconds_arg(ruby, "now", now)?, ClockPolicy::arg(ruby, policy)?))
 }
 
 fn granted(ruby: &Ruby, status: Status, lease: Lease) -> Result<Value, Error> {
@@ -294,6 +401,9 @@ fn store_checkpoint(ruby: &Ruby, path: Value, name: Value, row: Value) -> Result
 pub fn define(module: RModule) -> Result<(), Error> {
     let singleton = module.singleton_class()?;
     singleton.define_private_method("_store_decide", magnus::function!(store_decide, 7))?;
+    singleton.define_private_method("_store_decide_slots", magnus::function!(store_decide_slots, 7))?;
+    // The greatest limit a semaphore takes (Store#acquire's limit:), the core's.
+    module.const_set("MAX_LIMIT", MAX_LIMIT)?;
     singleton.define_private_method("_store_check_write", magnus::function!(store_check_write, 6))?;
     singleton.define_private_method("_store_checkpoint", magnus::function!(store_checkpoint, 3))?;
     Ok(())

@@ -9,7 +9,7 @@ require_relative "store/postgresql"
 module LeaseMachines
   # A durable authority over a database, keeping the core's persistence contract, on SQLite (one machine) or
   # PostgreSQL (many). The shape of every request is written here once; the database's own part (opening it, its
-  # transactions, reading and writing the two tables in as few round trips as it can) is an adapter (Store::SQLite,
+  # transactions, reading and writing the store's tables in as few round trips as it can) is an adapter (Store::SQLite,
   # Store::PostgreSQL). The extension makes every decision, in one native call per request.
   #
   # 1. One serialized history per resource: each request is one transaction that locks the resource's row (SQLite:
@@ -96,16 +96,38 @@ module LeaseMachines
     def close = @adapter.close
 
     # Authority#acquire on +resource+ (a String), durably. +now+ defaults to the store's clock.
-    def acquire(resource:, owner:, ttl:, now: nil) = decide(resource, now, :acquire, [owner, ttl])
+    #
+    # With +limit:+ (an Integer, 1 to MAX_LIMIT) the resource is a semaphore that up to +limit+ owners hold at once,
+    # each in a slot of its own, and a grant's lease is a SlotLease: the slot, and the slot's own token. The core's
+    # rules (Semaphore in the lease-machines crate): the lowest free slot below the limit is granted while fewer
+    # than +limit+ slots are live; a lowered limit revokes no live slot; an owner holds one slot at most. Slot 0 is
+    # the resource's plain lease, so +limit: 1+ decides as a plain acquire does. Renew, release and fence a slot's
+    # lease with its +slot:+. Raises ArgumentError for a limit out of range.
+    def acquire(resource:, owner:, ttl:, now: nil, limit: nil)
+      return decide(resource, now, :acquire, [owner, ttl]) if limit.nil?
+
+      decide(resource, now, :acquire, [owner, ttl, limit], slots: true)
+    end
 
     # Authority#reacquire on +resource+, durably.
     def reacquire(resource:, owner:, ttl:, now: nil) = decide(resource, now, :reacquire, [owner, ttl])
 
-    # Authority#renew on +resource+, durably.
-    def renew(resource:, owner:, token:, ttl:, now: nil) = decide(resource, now, :renew, [owner, token, ttl])
+    # Authority#renew on +resource+, durably; with +slot:+ (the SlotLease's), the lease in that slot of the
+    # resource's semaphore, answered with a SlotLease. Raises ArgumentError for a slot out of range.
+    def renew(resource:, owner:, token:, ttl:, now: nil, slot: nil)
+      return decide(resource, now, :renew, [owner, token, ttl]) if slot.nil?
 
-    # Authority#release on +resource+, durably.
-    def release(resource:, owner:, token:, now: nil) = decide(resource, now, :release, [owner, token])
+      decide(resource, now, :renew, [slot, owner, token, ttl], slots: true)
+    end
+
+    # Authority#release on +resource+, durably; with +slot:+, the lease in that slot of its semaphore. A holder
+    # whose slot has moved on (another owner was granted it since) is refused by token: it never frees a
+    # successor's slot.
+    def release(resource:, owner:, token:, now: nil, slot: nil)
+      return decide(resource, now, :release, [owner, token]) if slot.nil?
+
+      decide(resource, now, :release, [slot, owner, token], slots: true)
+    end
 
     # Hands the live lease from +owner+ (with its +token+) to +new_owner+, in one transaction and one decision: a
     # release followed by a grant to +new_owner+ with a new, greater token, so the old token is fenced. Answers
@@ -115,17 +137,19 @@ module LeaseMachines
       decide(resource, now, :transfer, [owner, token, new_owner, ttl])
     end
 
-    # The resource's committed checkpoint (an empty one for a resource never asked for).
-    def checkpoint(resource:) = stored(resource).first
+    # The resource's committed checkpoint (of +slot+ of its semaphore; an empty one for a resource or slot never
+    # asked for).
+    def checkpoint(resource:, slot: 0) = stored(resource, slot).first
 
-    # How many accepted changes the resource's row has seen.
-    def revision(resource:) = stored(resource).last
+    # How many accepted changes the resource's row (+slot+'s) has seen.
+    def revision(resource:, slot: 0) = stored(resource, slot).last
 
-    # The highest token the resource's fenced writes have carried, or nil.
-    def fence_highest(resource:)
+    # The highest token the resource's (+slot+'s) fenced writes have carried, or nil.
+    def fence_highest(resource:, slot: 0)
       name = resource_name(resource)
+      slot = slot_number(slot)
       query do
-        highest = @adapter.read_fence(name)
+        highest = @adapter.read_fence(name, slot)
         next highest if highest.nil? || (Integer === highest && highest.between?(1, MAX_TOKEN))
 
         raise StoreError, "corrupt fence row for #{name.inspect} in #{path}: highest #{Store.shown(highest)} " \
@@ -143,14 +167,15 @@ module LeaseMachines
     # Fenced (nothing written, the block not run; its +reason+ says why), and ArgumentError for a token this store
     # never issued for +resource+ (above its high-water, or for a resource never granted). Whatever leaves the block
     # other than its return (an exception of any class, +throw+, +break+, an interrupt) rolls its writes back and
-    # goes on unchanged. Returns the block's value once committed.
+    # goes on unchanged. Returns the block's value once committed. With +slot:+ (a SlotLease's), the token is checked
+    # against that slot of the resource's semaphore, and the slot's own fence mark is raised.
     #
     # Instead of a block, +statements:+ (an Array of [sql, binds] pairs, binds an Array) gives the protected
     # statements up front: they run after the check, with the mark and the commit, and their rows come back (an
     # Array of rows per statement, each row an Array). On PostgreSQL they travel in the transaction's last round
     # trip, so the whole fenced write is two round trips, whatever the number of statements. They must not end the
     # transaction themselves.
-    def fenced(resource:, token:, now: nil, statements: nil)
+    def fenced(resource:, token:, now: nil, statements: nil, slot: 0)
       if statements.nil?
         raise ArgumentError, "fenced needs a block (the write it protects) or statements:" unless block_given?
       elsif block_given?
@@ -160,6 +185,7 @@ module LeaseMachines
       end
 
       name = resource_name(resource)
+      slot = slot_number(slot)
       critical do
         held = done = false
         savepoint = nil
@@ -174,7 +200,7 @@ module LeaseMachines
             end
             savepoint = "lease_machines_#{@depth += 1}" if nested || @claim_kind == :joined
             @deciding = true
-            storage { @adapter.open_fence(name, savepoint: savepoint, clock: now.nil? && @clock.nil?) }
+            storage { @adapter.open_fence(name, savepoint: savepoint, clock: now.nil? && @clock.nil?, slot: slot) }
           end
           admit(name, row, highest, token, instant(now, at))
           @deciding = false
@@ -183,7 +209,7 @@ module LeaseMachines
           @in_block = false if held
           ended_by_block! unless storage { @adapter.in_transaction? }
           begin
-            rows = @adapter.close_fence(name, token, savepoint: savepoint, statements: statements || [])
+            rows = @adapter.close_fence(name, token, savepoint: savepoint, statements: statements || [], slot: slot)
             result = rows if statements
           rescue *@adapter.class.errors => e
             ended_by_block! if @adapter.ended_inside?(e)
@@ -227,7 +253,9 @@ module LeaseMachines
 
     # The one shape of every decision: claim, open the store's transaction with the row locked and read (and the
     # database's clock, where it is the store's), decide in one native call, write back what it says and commit.
-    def decide(resource, now, kind, args)
+    # With +slots+, the request is a semaphore's: every slot row of the resource is locked and read, the decision
+    # names the slot it was made in, and a lease it carries is answered as a SlotLease.
+    def decide(resource, now, kind, args, slots: false)
       name = resource_name(resource)
       critical do
         held = committed = false
@@ -241,14 +269,20 @@ module LeaseMachines
             held = true # before the claim: whatever lands after this reaches the ensure below
             take(:own)
             @deciding = true
-            storage { @adapter.open_request(name, clock: now.nil? && @clock.nil?) }
+            clock = now.nil? && @clock.nil?
+            storage { slots ? @adapter.open_slots(name, clock: clock) : @adapter.open_request(name, clock: clock) }
           end
-          decision, write = LeaseMachines.__send__(:_store_decide, path, name, row, kind, args, instant(now, at),
-                                                   @clock_policy)
+          if slots
+            decision, slot, write = LeaseMachines.__send__(:_store_decide_slots, path, name, kind, args,
+                                                           instant(now, at), @clock_policy, row)
+          else
+            decision, write = LeaseMachines.__send__(:_store_decide, path, name, row, kind, args, instant(now, at),
+                                                     @clock_policy)
+          end
           fits!(write) if write
-          storage { @adapter.close_request(name, write) }
+          storage { slots ? @adapter.close_slots(name, slot, write) : @adapter.close_request(name, write) }
           committed = true
-          decision
+          slots ? in_slot(decision, slot) : decision
         ensure
           end_claim(committed: committed) if held
         end
@@ -271,10 +305,27 @@ module LeaseMachines
       raise Fenced.new(resource: name, token: token, highest: row && row[3], reason: verdict)
     end
 
-    # [checkpoint, revision] of the resource's committed row.
-    def stored(resource)
+    # [checkpoint, revision] of the resource's (+slot+'s) committed row.
+    def stored(resource, slot)
       name = resource_name(resource)
-      query { LeaseMachines.__send__(:_store_checkpoint, path, name, @adapter.read_row(name)) }
+      slot = slot_number(slot)
+      query { LeaseMachines.__send__(:_store_checkpoint, path, name, @adapter.read_row(name, slot)) }
+    end
+
+    # +decision+ with its lease (if any) as the SlotLease of +slot+.
+    def in_slot(decision, slot)
+      lease = decision.lease or return decision
+
+      decision.with(lease: SlotLease.new(slot: slot, owner: lease.owner, token: lease.token,
+                                         expires_at: lease.expires_at))
+    end
+
+    # +slot+ checked: an Integer from 0 to MAX_LIMIT - 1 (TypeError, ArgumentError otherwise).
+    def slot_number(slot)
+      raise TypeError, "slot must be an Integer, got #{Store.shown(slot)}" unless Integer === slot
+      raise ArgumentError, "slot must be from 0 to #{MAX_LIMIT - 1}, got #{slot}" unless slot.between?(0, MAX_LIMIT - 1)
+
+      slot
     end
 
     # A read outside any request: refused while another live fiber is inside one of this store's requests (it would

@@ -3,8 +3,8 @@
 module LeaseMachines
   class Store
     # The PostgreSQL side of Store: how to reach the server, run a request's transaction in at most two round trips
-    # (libpq's pipeline mode), and read and write the two tables. It makes no decision (the extension does) and knows
-    # no lease rule.
+    # (libpq's pipeline mode), and read and write the store's tables. It makes no decision (the extension does) and
+    # knows no lease rule.
     #
     # Every request runs READ COMMITTED with the resource's row locked (FOR UPDATE for a decision, FOR SHARE for a
     # fenced write), its lock waits bounded by lock_timeout (set for the transaction only), and its clock read with
@@ -31,7 +31,11 @@ module LeaseMachines
         "lease_machines_leases" => [%w[resource text], %w[owner bigint], %w[token bigint],
                                     ["expires_at", "double precision"], %w[last_issued bigint],
                                     ["observed", "double precision"], %w[revision bigint]],
-        "lease_machines_fences" => [%w[resource text], %w[highest bigint]]
+        "lease_machines_fences" => [%w[resource text], %w[highest bigint]],
+        "lease_machines_slots" => [%w[resource text], %w[slot integer], %w[owner bigint], %w[token bigint],
+                                   ["expires_at", "double precision"], %w[last_issued bigint],
+                                   ["observed", "double precision"], %w[revision bigint]],
+        "lease_machines_slot_fences" => [%w[resource text], %w[slot integer], %w[highest bigint]]
       }.freeze
       FORMAT = 1
       READ_COLUMNS = <<~SQL.freeze
@@ -73,6 +77,25 @@ module LeaseMachines
                        "WHERE resource = %s FOR UPDATE) SELECT owner, token, encode(float8send(expires_at), 'hex'), " \
                        "last_issued, encode(float8send(observed), 'hex'), revision%s FROM locked".freeze
       CLOCK_BYTES = ", encode(float8send(extract(epoch FROM clock_timestamp())::float8), 'hex')"
+      # A semaphore's slots above 0, locked (after slot 0's row, which every request on the resource locks first)
+      # and read, doubles as bytes; then the server's clock, read after every lock.
+      LOCK_SLOTS_BYTES = "SELECT slot, owner, token, encode(float8send(expires_at), 'hex'), last_issued, " \
+                         "encode(float8send(observed), 'hex'), revision FROM lease_machines_slots " \
+                         "WHERE resource = %s ORDER BY slot FOR UPDATE".freeze
+      CLOCK_AFTER = "SELECT encode(float8send(extract(epoch FROM clock_timestamp())::float8), 'hex')"
+      WRITE_SLOT_LITERAL = "INSERT INTO lease_machines_slots (resource, slot, #{LEASE_COLUMNS}) " \
+                           "VALUES (%7$s, %8$s, %1$s, %2$s, %3$s, %4$s, %5$s, %6$s) ON CONFLICT (resource, slot) " \
+                           "DO UPDATE SET owner = excluded.owner, token = excluded.token, " \
+                           "expires_at = excluded.expires_at, last_issued = excluded.last_issued, " \
+                           "observed = excluded.observed, revision = excluded.revision".freeze
+      SHARE_SLOT = "SELECT #{LEASE_COLUMNS} FROM lease_machines_slots WHERE resource = $1 AND slot = $2 " \
+                   "FOR SHARE".freeze
+      READ_SLOT = "SELECT #{LEASE_COLUMNS} FROM lease_machines_slots WHERE resource = $1 AND slot = $2".freeze
+      READ_SLOT_FENCE = "SELECT highest FROM lease_machines_slot_fences WHERE resource = $1 AND slot = $2"
+      WRITE_SLOT_FENCE = <<~SQL.freeze
+        INSERT INTO lease_machines_slot_fences (resource, slot, highest) VALUES ($1, $2, $3)
+        ON CONFLICT (resource, slot) DO UPDATE SET highest = excluded.highest
+      SQL
       WRITE_ROW_LITERAL = "UPDATE lease_machines_leases SET owner = %s, token = %s, expires_at = %s, " \
                           "last_issued = %s, observed = %s, revision = %s WHERE resource = %s"
       WRITE_FENCE = <<~SQL.freeze
@@ -88,7 +111,9 @@ module LeaseMachines
                        :SET_DURABLE, :SET_OWN, :ENSURE_ROW,
                        :LOCK_ROW_BYTES, :CLOCK_BYTES, :WRITE_ROW_LITERAL,
                        :SHARE_ROW, :READ_ROW, :READ_FENCE, :CLOCK, :WRITE_FENCE, :OLD_LOCK_TIMEOUT,
-                       :RESTORE_LOCK_TIMEOUT, :OWN_MARK, :CREATE_LOCK, :TRANSACTION, :SAME_TRANSACTION, :ENDED
+                       :RESTORE_LOCK_TIMEOUT, :OWN_MARK, :CREATE_LOCK, :TRANSACTION, :SAME_TRANSACTION, :ENDED,
+                       :LOCK_SLOTS_BYTES, :CLOCK_AFTER, :WRITE_SLOT_LITERAL, :SHARE_SLOT, :READ_SLOT, :READ_SLOT_FENCE,
+                       :WRITE_SLOT_FENCE
       # Rows, marks and clock readings are read in binary, exact whatever the connection's extra_float_digits.
       BINARY = 1
       # How long the server may take to answer a round trip beyond the request's lock wait, seconds: then the
@@ -231,6 +256,43 @@ module LeaseMachines
         [row, clock ? bytes_float(raw(results.last).getvalue(0, 6)) : nil]
       end
 
+      # One round trip (a simple query), as #open_request's, for a semaphore: slot 0's row made to exist and locked,
+      # then every other slot row of the resource, then the server's clock when +clock+. Returns [rows, now or nil],
+      # rows[i] slot i's columns (nil for a slot without a row).
+      def open_slots(resource, clock: false)
+        known = @known_rows.key?(resource)
+        name = @connection.escape_literal(resource)
+        @request = [resource, name, known]
+        statements = [*@opening]
+        statements << ENSURE_ROW.sub("$1") { name } unless known
+        statements << format(LOCK_ROW_BYTES, name, "") << format(LOCK_SLOTS_BYTES, name)
+        statements << CLOCK_AFTER if clock
+        results = simple(statements)
+        slots_at = clock ? -2 : -1
+        first = text_row_of(results[slots_at - 1]) or
+          begin
+            @known_rows.delete(resource)
+            raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for " \
+                              "its lock (or since this store's last request on it); nothing was decided"
+          end
+        rows = [first]
+        raw(results[slots_at]).values.each { |slot, *columns| rows[Integer(slot, 10)] = text_columns(columns) }
+        [rows, clock ? bytes_float(raw(results.last).getvalue(0, 0)) : nil]
+      end
+
+      # One round trip (a simple query): +row+ written into +slot+ (nil: nothing changed) and COMMIT, as
+      # #close_request.
+      def close_slots(resource, slot, row)
+        opened, name, known = @request
+        @request = nil
+        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
+
+        statements = []
+        statements << (slot.zero? ? write_literal(name, row) : write_slot_literal(name, slot, row)) if row
+        finish { simple(statements << "COMMIT") }
+        learn(resource) unless known
+      end
+
       # One round trip (a simple query): +row+ written (nil: nothing changed) and COMMIT. The row is known to exist
       # from then on, and only then (a request that rolled back may have made it exist in its own transaction only).
       # A connection lost on the way raises StoreError saying that whether the transaction committed is unknown.
@@ -248,14 +310,18 @@ module LeaseMachines
       # transaction, keeping the lock timeout it replaces), the resource's row locked FOR SHARE (no grant can commit
       # until the write has) and read, its fence mark read, and the server's clock when +clock+.
       # Returns [row, mark, now or nil].
-      def open_fence(resource, savepoint:, clock: false)
+      def open_fence(resource, savepoint:, clock: false, slot: 0)
         opening = if savepoint
                     [["SAVEPOINT #{savepoint}"], [OLD_LOCK_TIMEOUT], [SET_TIMEOUT, [@lock_timeout]]]
                   else
                     opening(@lock_timeout)
                   end
-        statements = opening + [[SHARE_ROW, [resource], BINARY], [READ_FENCE, [resource], BINARY],
-                                [TRANSACTION, [], BINARY]]
+        reads = if slot.zero?
+                  [[SHARE_ROW, [resource], BINARY], [READ_FENCE, [resource], BINARY]]
+                else
+                  [[SHARE_SLOT, [resource, slot], BINARY], [READ_SLOT_FENCE, [resource, slot], BINARY]]
+                end
+        statements = opening + reads + [[TRANSACTION, [], BINARY]]
         statements << [CLOCK, [], BINARY] if clock
         results = pipeline(statements)
         @kept_timeouts[savepoint] = results[1].getvalue(0, 0) if savepoint
@@ -268,8 +334,9 @@ module LeaseMachines
       # its savepoint released (the lock timeout it replaced restored), or the store's own committed.
       # The protected +statements+ ([sql, binds] pairs given up front) run first, in the same round trip; their rows
       # come back.
-      def close_fence(resource, token, savepoint:, statements: [])
-        ending = [[SAME_TRANSACTION, [@fence_transactions.delete(savepoint || :own)]], [WRITE_FENCE, [resource, token]]]
+      def close_fence(resource, token, savepoint:, statements: [], slot: 0)
+        mark = slot.zero? ? [WRITE_FENCE, [resource, token]] : [WRITE_SLOT_FENCE, [resource, slot, token]]
+        ending = [[SAME_TRANSACTION, [@fence_transactions.delete(savepoint || :own)]], mark]
         ending += if savepoint
                     [[RESTORE_LOCK_TIMEOUT, [@kept_timeouts.delete(savepoint)]], ["RELEASE SAVEPOINT #{savepoint}"]]
                   else
@@ -319,10 +386,18 @@ module LeaseMachines
 
       # The columns [owner, token, expires_at, last_issued, observed, revision] of the resource's committed row, or
       # nil. One round trip.
-      def read_row(resource) = row_of(@connection.exec_params(READ_ROW, [resource], BINARY))
+      def read_row(resource, slot = 0)
+        return row_of(@connection.exec_params(READ_ROW, [resource], BINARY)) if slot.zero?
 
-      # The stored high-water of the resource's fenced writes, or nil without a row. One round trip.
-      def read_fence(resource) = mark_of(@connection.exec_params(READ_FENCE, [resource], BINARY))
+        row_of(@connection.exec_params(READ_SLOT, [resource, slot], BINARY))
+      end
+
+      # The stored high-water of the resource's (+slot+'s) fenced writes, or nil without a row. One round trip.
+      def read_fence(resource, slot = 0)
+        return mark_of(@connection.exec_params(READ_FENCE, [resource], BINARY)) if slot.zero?
+
+        mark_of(@connection.exec_params(READ_SLOT_FENCE, [resource, slot], BINARY))
+      end
 
       # The store's own state is never shown (the URL it reconnects with may carry a password).
       def inspect = "#<#{self.class.name} #{@name}>"
@@ -494,7 +569,12 @@ module LeaseMachines
       def text_row_of(result)
         return nil if result.ntuples.zero?
 
-        owner, token, expires_at, last_issued, observed, revision = raw(result).values.first
+        text_columns(raw(result).values.first)
+      end
+
+      # A row's columns from their text (doubles as float8send's bytes).
+      def text_columns(columns)
+        owner, token, expires_at, last_issued, observed, revision = columns
         owner = owner && Integer(owner, 10)
         owner += 2**64 if owner&.negative?
         [owner, token && Integer(token, 10), expires_at && bytes_float(expires_at),
@@ -507,8 +587,11 @@ module LeaseMachines
       # The UPDATE of the row named +name+ (quoted by libpq) to +row+ as SQL: integers written by Integer#to_s,
       # doubles by Float#to_s (the shortest text that reads back as the same double, quoted: Infinity and NaN too),
       # nil as NULL.
-      def write_literal(name, row)
-        values = columns_of(row).map do |value|
+      def write_literal(name, row) = format(WRITE_ROW_LITERAL, *literals(row), name)
+
+      # The row's columns as SQL literals.
+      def literals(row)
+        columns_of(row).map do |value|
           case value
           when nil then "NULL"
           when Integer then value.to_s
@@ -516,8 +599,10 @@ module LeaseMachines
           else raise TypeError, "the extension wrote #{Store.shown(value)} into a row"
           end
         end
-        format(WRITE_ROW_LITERAL, *values, name)
       end
+
+      # The upsert of +slot+'s row (above 0) of the resource named +name+, as #write_literal writes a row.
+      def write_slot_literal(name, slot, row) = format(WRITE_SLOT_LITERAL, *literals(row), name, Integer(slot).to_s)
 
       # +result+ read as the bytes the server sent, whatever type map the connection has (an application's
       # PG::BasicTypeMapForResults would decode them).

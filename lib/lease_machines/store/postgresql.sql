@@ -30,3 +30,27 @@ CREATE TABLE IF NOT EXISTS lease_machines_fences (
   resource text   PRIMARY KEY,
   highest  bigint NOT NULL CHECK (highest >= 1)
 );
+
+-- The slots of a semaphore (acquire with limit: N) above slot 0, which is the resource's row above: one row per
+-- resource and slot, each a lease of its own.
+CREATE TABLE IF NOT EXISTS lease_machines_slots (
+  resource    text             NOT NULL,
+  slot        integer          NOT NULL CHECK (slot BETWEEN 1 AND 1023),
+  owner       bigint,
+  token       bigint,
+  expires_at  double precision,
+  last_issued bigint,
+  observed    double precision NOT NULL DEFAULT 0.0,
+  revision    bigint           NOT NULL DEFAULT 0,
+  PRIMARY KEY (resource, slot),
+  CHECK ((owner IS NULL) = (token IS NULL) AND (token IS NULL) = (expires_at IS NULL)),
+  CHECK (token IS NULL OR (last_issued IS NOT NULL AND token BETWEEN 1 AND last_issued))
+);
+
+-- The fence of each slot above 0 (slot 0's is the resource's row above): the highest token its writes have carried.
+CREATE TABLE IF NOT EXISTS lease_machines_slot_fences (
+  resource text    NOT NULL,
+  slot     integer NOT NULL CHECK (slot BETWEEN 1 AND 1023),
+  highest  bigint  NOT NULL CHECK (highest >= 1),
+  PRIMARY KEY (resource, slot)
+);

@@ -9,7 +9,8 @@ module LeaseMachines
       module Schema
         # The format this version reads and writes (the one row of lease_machines_schema).
         FORMAT = 1
-        TABLES = %w[lease_machines_schema lease_machines_leases lease_machines_fences].freeze
+        TABLES = %w[lease_machines_schema lease_machines_leases lease_machines_fences lease_machines_slots
+                    lease_machines_slot_fences].freeze
         # Each column as [name, declared type], as PRAGMA table_info reports it.
         COLUMNS = "SELECT name, type FROM pragma_table_info(?) ORDER BY cid"
         READ_FORMAT = "SELECT format FROM lease_machines_schema WHERE id = 1"

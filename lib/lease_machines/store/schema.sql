@@ -29,3 +29,27 @@ CREATE TABLE IF NOT EXISTS lease_machines_fences (
   resource TEXT    PRIMARY KEY,
   highest  INTEGER NOT NULL CHECK (highest >= 1)
 ) STRICT;
+
+-- The slots of a semaphore (acquire with limit: N) above slot 0, which is the resource's row above: one row per
+-- resource and slot, each a lease of its own.
+CREATE TABLE IF NOT EXISTS lease_machines_slots (
+  resource    TEXT    NOT NULL,
+  slot        INTEGER NOT NULL CHECK (slot BETWEEN 1 AND 1023),
+  owner       INTEGER,
+  token       INTEGER,
+  expires_at  REAL,
+  last_issued INTEGER,
+  observed    REAL    NOT NULL DEFAULT 0.0,
+  revision    INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (resource, slot),
+  CHECK ((owner IS NULL) = (token IS NULL) AND (token IS NULL) = (expires_at IS NULL)),
+  CHECK (token IS NULL OR (last_issued IS NOT NULL AND token BETWEEN 1 AND last_issued))
+) STRICT;
+
+-- The fence of each slot above 0 (slot 0's is the resource's row above): the highest token its writes have carried.
+CREATE TABLE IF NOT EXISTS lease_machines_slot_fences (
+  resource TEXT    NOT NULL,
+  slot     INTEGER NOT NULL CHECK (slot BETWEEN 1 AND 1023),
+  highest  INTEGER NOT NULL CHECK (highest >= 1),
+  PRIMARY KEY (resource, slot)
+) STRICT;

@@ -9,7 +9,7 @@ require_relative "schema"
 
 module LeaseMachines
   class Store
-    # The SQLite side of Store: how to open the database, run a transaction, and read and write the two tables. It
+    # The SQLite side of Store: how to open the database, run a transaction, and read and write the store's tables. It
     # makes no decision (Store and the extension do) and knows no lease rule.
     #
     # Rows are read with prepared statements stepped by hand, which answer Arrays whatever the connection's
@@ -49,10 +49,24 @@ module LeaseMachines
         INSERT INTO lease_machines_fences (resource, highest) VALUES (?, ?)
         ON CONFLICT (resource) DO UPDATE SET highest = excluded.highest
       SQL
+      READ_SLOTS = "SELECT slot, #{LEASE_COLUMNS} FROM lease_machines_slots WHERE resource = ? ORDER BY slot".freeze
+      READ_SLOT = "SELECT #{LEASE_COLUMNS} FROM lease_machines_slots WHERE resource = ? AND slot = ?".freeze
+      WRITE_SLOT = <<~SQL.freeze
+        INSERT INTO lease_machines_slots (resource, slot, #{LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (resource, slot) DO UPDATE SET owner = excluded.owner, token = excluded.token,
+          expires_at = excluded.expires_at, last_issued = excluded.last_issued, observed = excluded.observed,
+          revision = excluded.revision
+      SQL
+      READ_SLOT_FENCE = "SELECT highest FROM lease_machines_slot_fences WHERE resource = ? AND slot = ?"
+      WRITE_SLOT_FENCE = <<~SQL.freeze
+        INSERT INTO lease_machines_slot_fences (resource, slot, highest) VALUES (?, ?, ?)
+        ON CONFLICT (resource, slot) DO UPDATE SET highest = excluded.highest
+      SQL
       COMMIT = "COMMIT"
       # The savepoint that marks a transaction as the store's own.
       OWN = "lease_machines_own"
-      private_constant :LEASE_COLUMNS, :READ_LEASE, :WRITE_LEASE, :READ_FENCE, :WRITE_FENCE, :COMMIT, :OWN
+      private_constant :LEASE_COLUMNS, :READ_LEASE, :WRITE_LEASE, :READ_FENCE, :WRITE_FENCE, :COMMIT, :OWN,
+                       :READ_SLOTS, :READ_SLOT, :WRITE_SLOT, :READ_SLOT_FENCE, :WRITE_SLOT_FENCE
 
       # The connection, and what names it in messages (the database file's path, or ":memory:").
       attr_reader :connection, :name
@@ -179,19 +193,36 @@ module LeaseMachines
         step(COMMIT)
       end
 
+      # Opens the store's own transaction with the write lock taken, as #open_request does, and reads every slot row
+      # of +resource+'s semaphore. Returns [rows, nil]: rows[i] is slot i's columns, nil for a slot without a row.
+      def open_slots(resource, clock: false)
+        begin_transaction
+        rows = [read_row(resource)]
+        each_row(READ_SLOTS, resource) do |slot, *columns|
+          rows[slot] = owner_of(columns)
+        end
+        [rows, nil]
+      end
+
+      # Writes +row+ into +slot+ (nil: nothing changed) and commits.
+      def close_slots(resource, slot, row)
+        write_row(resource, row, slot: slot) if row
+        step(COMMIT)
+      end
+
       # Opens the transaction of a fenced write: the store's own (+savepoint+ nil), or a savepoint named
-      # +savepoint+ inside the transaction already open. Returns [row, fence mark, nil].
-      def open_fence(resource, savepoint:, clock: false)
+      # +savepoint+ inside the transaction already open. Returns [row, fence mark, nil] of +slot+.
+      def open_fence(resource, savepoint:, clock: false, slot: 0)
         savepoint ? @connection.execute("SAVEPOINT #{savepoint}") : begin_transaction
-        [read_row(resource), read_fence(resource), nil]
+        [read_row(resource, slot), read_fence(resource, slot), nil]
       end
 
       # Raises the fence mark of +resource+ to +token+ and ends the fenced write's transaction: releases its
       # savepoint, or commits the store's own.
       # The protected +statements+ ([sql, binds] pairs given up front) run first; their rows come back.
-      def close_fence(resource, token, savepoint:, statements: [])
+      def close_fence(resource, token, savepoint:, statements: [], slot: 0)
         results = statements.map { |sql, binds| rows(sql, *binds) }
-        step(WRITE_FENCE, resource, token)
+        slot.zero? ? step(WRITE_FENCE, resource, token) : step(WRITE_SLOT_FENCE, resource, slot, token)
         savepoint ? @connection.execute("RELEASE #{savepoint}") : step(COMMIT)
         results
       end
@@ -223,16 +254,18 @@ module LeaseMachines
         nil
       end
 
-      # The columns [owner, token, expires_at, last_issued, observed, revision] of the resource's row, or nil. The
-      # owner is stored as its two's complement when above MAX_INTEGER, and comes back as the Integer it was.
-      def read_row(resource)
-        row = step(READ_LEASE, resource)&.dup
-        row[0] += 2**64 if row && Integer === row[0] && row[0].negative?
-        row
+      # The columns [owner, token, expires_at, last_issued, observed, revision] of the resource's row (of +slot+ of
+      # its semaphore), or nil. The owner is stored as its two's complement when above MAX_INTEGER, and comes back as
+      # the Integer it was.
+      def read_row(resource, slot = 0)
+        row = slot.zero? ? step(READ_LEASE, resource) : step(READ_SLOT, resource, slot)
+        row && owner_of(row.dup)
       end
 
-      # The stored high-water of the resource's fenced writes, or nil without a row.
-      def read_fence(resource) = step(READ_FENCE, resource)&.first
+      # The stored high-water of the resource's (slot's) fenced writes, or nil without a row.
+      def read_fence(resource, slot = 0)
+        (slot.zero? ? step(READ_FENCE, resource) : step(READ_SLOT_FENCE, resource, slot))&.first
+      end
 
       private
 
@@ -240,10 +273,16 @@ module LeaseMachines
       # SQLite, so that no Ruby code (a signal's trap handler) can run between the two.
       def begin_transaction = @connection.execute_batch2("BEGIN IMMEDIATE; SAVEPOINT #{OWN}")
 
-      def write_row(resource, row)
+      def write_row(resource, row, slot: 0)
         owner, *rest = row
         owner -= 2**64 if owner && owner > MAX_INTEGER
-        step(WRITE_LEASE, resource, owner, *rest)
+        slot.zero? ? step(WRITE_LEASE, resource, owner, *rest) : step(WRITE_SLOT, resource, slot, owner, *rest)
+      end
+
+      # +columns+ with the owner read back from its two's complement.
+      def owner_of(columns)
+        columns[0] += 2**64 if Integer === columns[0] && columns[0].negative?
+        columns
       end
 
       def busy_timeout=(milliseconds)
@@ -274,6 +313,21 @@ module LeaseMachines
         begin
           statement.bind_params(*binds)
           statement.step
+        ensure
+          statement.reset!
+        end
+      end
+
+      # Yields each row of the statement (prepared once, reset whatever happens) as an Array.
+      def each_row(sql, *binds)
+        raise SQLite3::MisuseException, "the database is closed" if @connection.closed?
+
+        statement = prepared(sql)
+        begin
+          statement.bind_params(*binds)
+          while (row = statement.step)
+            yield row
+          end
         ensure
           statement.reset!
         end

@@ -12,7 +12,8 @@ module LeaseMachines
       include ::ActiveRecord::Generators::Migration
 
       source_root File.expand_path("templates", __dir__)
-      desc "Writes the migration that creates lease_machines_leases and lease_machines_fences (the lease store's " \
+      desc "Writes the migration that creates lease_machines_leases, lease_machines_fences and the semaphores' " \
+           "lease_machines_slots and lease_machines_slot_fences (the lease store's " \
            "schema, format 1) in the application's SQLite or PostgreSQL database, and an initializer for " \
            "config.lease_machines."
 
