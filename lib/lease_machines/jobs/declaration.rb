@@ -13,11 +13,14 @@ module LeaseMachines
     #   leases in its own group, its own class name (a ChildJob's resource is "ChildJob:42", not "ParentJob:42", so
     #   the two do not exclude each other), unless the declaration gave +group:+, which every subclass then shares.
     #   An anonymous subclass, having no name of its own, uses the declaring class's group.
+    # - +limit:+ N (an Integer, 1 to MAX_LIMIT) lets up to N performs hold the resource at once, each in a slot of
+    #   its own (Store#acquire's +limit:+), with its own token and fence; without it, one perform holds it (the
+    #   plain lease, which is slot 0 of any limit).
     class Declaration
       CONFLICT_ACTIONS = %i[retry discard raise].freeze
-      OPTIONS = %i[key ttl renew_every warn_before on_conflict wait attempts group].freeze
+      OPTIONS = %i[key ttl renew_every warn_before on_conflict wait attempts group limit].freeze
 
-      attr_reader :key, :group, :cadence, :on_conflict, :wait, :attempts
+      attr_reader :key, :group, :cadence, :on_conflict, :wait, :attempts, :limit
 
       # Raises ArgumentError or TypeError, saying which option is wrong and why.
       def initialize(job_class, **options)
@@ -46,6 +49,7 @@ module LeaseMachines
         end
         @wait = seconds(:wait, options.fetch(:wait, renew_every))
         @attempts = count(:attempts, options.fetch(:attempts, 10))
+        @limit = options.key?(:limit) ? limit_of(options[:limit]) : nil
         @subclasses = ObjectSpace::WeakMap.new
         freeze
       end
@@ -103,6 +107,16 @@ module LeaseMachines
 
         raise ArgumentError,
               "holds_lease: on_conflict: must be one of :#{CONFLICT_ACTIONS.join(", :")}, got #{Store.shown(action)}"
+      end
+
+      # +limit:+, the most performs that hold the resource's lease at once: an Integer from 1 to MAX_LIMIT.
+      def limit_of(value)
+        unless Integer === value
+          raise TypeError, "holds_lease: limit: must be an Integer, got #{Store.shown(value)}"
+        end
+        return value if value.between?(1, MAX_LIMIT)
+
+        raise ArgumentError, "holds_lease: limit: must be from 1 to #{MAX_LIMIT}, got #{value}"
       end
 
       def count(name, value)

@@ -31,7 +31,11 @@ module LeaseMachines
           decision = Jobs.pool.with do |store|
             refuse_own_transaction(store, configuration, resource)
             store_clock = store.clock
-            store.acquire(resource: resource, owner: owner, ttl: declaration.ttl)
+            if declaration.limit
+              store.acquire(resource: resource, owner: owner, ttl: declaration.ttl, limit: declaration.limit)
+            else
+              store.acquire(resource: resource, owner: owner, ttl: declaration.ttl)
+            end
           end
           conflict(job, declaration, resource, owner, decision) unless decision.granted?
 

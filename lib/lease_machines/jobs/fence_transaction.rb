@@ -19,12 +19,13 @@ module LeaseMachines
 
       module_function
 
-      # Runs the block in a transaction on +record+'s connection, fenced by +token+ on +resource+, the lease checked
-      # on +clock+ (the lease store's; nil: the PostgreSQL server's). Returns the block's value. Sets
+      # Runs the block in a transaction on +record+'s connection, fenced by +token+ on +resource+ (in +slot+ of its
+      # semaphore), the lease checked on +clock+ (the lease store's; nil: the PostgreSQL server's). Returns the
+      # block's value. Sets
       # payload[:committed], whether the write's transaction committed, however the call ends (an after_commit
       # callback may raise after the commit; a write that joined an enclosing transaction commits later, with it:
       # false).
-      def run(record, resource:, token:, clock:, payload: {})
+      def run(record, resource:, token:, clock:, slot: 0, payload: {})
         record.with_connection do |connection|
           store = Jobs.pool.fence_store(connection, clock)
           failure = transaction = nil
@@ -32,7 +33,7 @@ module LeaseMachines
             result = connection.transaction do
               transaction = connection.current_transaction
               connection.materialize_transactions
-              store.fenced(resource: resource, token: token) { yield connection }
+              store.fenced(resource: resource, token: token, slot: slot) { yield connection }
             rescue StoreError => e
               failure = e
               raise

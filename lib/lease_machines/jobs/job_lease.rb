@@ -10,7 +10,7 @@ module LeaseMachines
     #
     # The renewer updates it from its own thread; every read and update holds the lease's lock.
     class JobLease
-      attr_reader :job, :resource, :owner, :token, :cadence
+      attr_reader :job, :resource, :owner, :token, :cadence, :slot
 
       # +clock+ is the holders' clock; +store_clock+ the lease store's (the one its grants and fence are decided on).
       def initialize(job:, resource:, lease:, sent_at:, cadence:, clock:, store_clock:)
@@ -18,6 +18,8 @@ module LeaseMachines
         @resource = resource
         @owner = lease.owner
         @token = lease.token
+        # The slot of a semaphore's lease (holds_lease limit:), nil for the plain lease.
+        @slot = lease.respond_to?(:slot) ? lease.slot : nil
         @expires_at = lease.expires_at
         @cadence = cadence
         @clock = clock
@@ -76,8 +78,10 @@ module LeaseMachines
         check_not_lost!
         used = nil
         instrument(:fenced_write) do |payload|
-          result = FenceTransaction.run(record, resource: resource, token: token, clock: @store_clock,
-                                           payload: payload) { |connection| block.call(used = connection) }
+          result = FenceTransaction.run(record, resource: resource, token: token, slot: slot || 0,
+                                        clock: @store_clock, payload: payload) do |connection|
+            block.call(used = connection)
+          end
           payload[:outcome] = :written
           holding(used)
           result
@@ -114,7 +118,7 @@ module LeaseMachines
         return observe unless sent
 
         begin
-          decision = yield({ resource: resource, owner: owner, token: token, ttl: cadence.ttl })
+          decision = yield({ resource: resource, owner: owner, token: token, ttl: cadence.ttl, **in_slot })
         rescue StoreError
           observe
           raise
@@ -158,13 +162,16 @@ module LeaseMachines
 
       # Gives the lease back through +store+ with owner and token: a stale release is refused by the authority and can
       # never free a successor's lease. Returns the Decision (the caller emits +release+, once the store is free).
-      def release(store) = store.release(resource: resource, owner: owner, token: token)
+      def release(store) = store.release(resource: resource, owner: owner, token: token, **in_slot)
 
       def instrument(event, **extra, &)
         Instrumentation.instrument(event, job: job, resource: resource, owner: owner, token: token, **extra, &)
       end
 
       private
+
+      # The slot: keyword of a semaphore's requests; none for the plain lease.
+      def in_slot = slot ? { slot: slot } : {}
 
       def state_at(now)
         return :lost if @finished
