@@ -159,13 +159,63 @@ class ActiveJobLeaseTest < Minitest::Test
     held_elsewhere("#{dropped.name}:acme")
     dropped.perform_now("acme")
 
-    assert_equal [["enqueue_retry.active_job", LeaseMachines::LeaseBusy],
-                  ["retry_stopped.active_job", LeaseMachines::LeaseBusy],
-                  ["discard.active_job", LeaseMachines::LeaseBusy]], seen
-    assert_equal [LeaseMachines::LeaseBusy], discarded
+    # Jobs::Conflict: the LeaseBusy of the perform's own grant.
+    assert_equal [["enqueue_retry.active_job", LeaseMachines::Jobs::Conflict],
+                  ["retry_stopped.active_job", LeaseMachines::Jobs::Conflict],
+                  ["discard.active_job", LeaseMachines::Jobs::Conflict]], seen
+    assert_equal [LeaseMachines::Jobs::Conflict], discarded
+    assert_operator LeaseMachines::Jobs::Conflict, :<, LeaseMachines::LeaseBusy
     assert_equal %i[retry raise discard], events_named(:conflict).map { _1[:action] }
   ensure
     ActiveSupport::Notifications.unsubscribe(subscriber)
+  end
+
+  # A handler of the class's own for a broader error (declared after holds_lease, or in a subclass) does not take a
+  # conflict from the declaration: it is still retried for its attempts.
+  def test_the_declarations_handler_wins_over_the_classs_own
+    swallowed = []
+    job = report_job(on_conflict: :retry, wait: 1.0, attempts: 2)
+    job.retry_on(StandardError, attempts: 1) # retried never: raised at once
+    child = Class.new(job) { rescue_from(StandardError) { |error| swallowed << error } }
+    LeaseMachines::ActiveJobSupport.const_set(:ChildReportJob, child) unless LeaseMachines::ActiveJobSupport.const_defined?(:ChildReportJob, false)
+    held_elsewhere("#{job.name}:acme")
+    job.perform_later("acme")
+    error = assert_raises(LeaseMachines::LeaseBusy) { 3.times { perform_enqueued_jobs(at: Time.now + 3600) } }
+    assert_equal 2, error.attempts
+    assert_equal %i[retry retry raise], events_named(:conflict).map { _1[:action] }
+    held_elsewhere("#{child.name}:acme")
+    child.perform_now("acme")
+    assert_empty swallowed, "the subclass's rescue_from did not swallow the conflict"
+    assert_equal 1, enqueued_jobs.size, "the child's conflict was retried"
+  ensure
+    support = LeaseMachines::ActiveJobSupport
+    support.send(:remove_const, :ChildReportJob) if support.const_defined?(:ChildReportJob, false)
+  end
+
+  # A job's body that performs another job inline, which is busy, fails with a plain LeaseBusy: the outer job is not
+  # retried as if its own grant had been refused (its body already ran).
+  def test_a_conflict_out_of_the_body_is_not_the_jobs_own
+    inner = job_class(:InnerJob) { holds_lease key: ->(a) { a }, ttl: 30.0, on_conflict: :raise }
+    inner.define_method(:perform) { |_a| flunk "the busy inner job ran" }
+    runs = 0
+    outer = report_job(on_conflict: :retry, wait: 1.0, attempts: 3) do |_job, account|
+      runs += 1
+      inner.perform_now(account)
+    end
+    held_elsewhere("#{inner.name}:acme")
+    error = assert_raises(LeaseMachines::LeaseBusy) { outer.perform_now("acme") }
+    refute_kind_of LeaseMachines::Jobs::Conflict, error
+    assert_equal 1, runs
+    assert_empty enqueued_jobs
+  end
+
+  def test_a_job_enqueued_by_an_earlier_version_keeps_its_count_of_conflicts
+    job = report_job(on_conflict: :retry, wait: 1.0, attempts: 3)
+    held_elsewhere("#{job.name}:acme")
+    queued = job.new("acme")
+    queued.exception_executions = { "lease_machines.conflicts" => 3 }
+    assert_raises(LeaseMachines::LeaseBusy) { queued.perform_now }
+    assert_equal [[:raise, 3]], events_named(:conflict).map { [_1[:action], _1[:conflicts]] }
   end
 
   def test_discard_emits_its_event_and_runs_nothing

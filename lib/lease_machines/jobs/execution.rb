@@ -13,7 +13,9 @@ module LeaseMachines
       MAX_OWNER = Store::MAX_TOKEN
       # Where ActiveJob's retry_on counts the job's LeaseBusy retries (exception_executions, which survives
       # retry_job's serialization): under the list of the errors it was declared for, as a String.
-      CONFLICTS = [LeaseBusy].to_s
+      CONFLICTS = [Conflict].to_s
+      # Where the gem's earlier versions counted them (a job enqueued by one is retried on with its count).
+      LEGACY_CONFLICTS = "lease_machines.conflicts"
 
       module_function
 
@@ -46,6 +48,10 @@ module LeaseMachines
             lease.instrument(:acquire, ttl: declaration.ttl, expires_at: lease.expires_at)
             Jobs.renewer.register(lease)
             Thread.handle_interrupt(Object => :immediate) { yield }
+          rescue Conflict => e
+            # Another job's conflict, out of this one's body: a plain LeaseBusy (without the Conflict as its cause,
+            # which ActiveJob's handlers would look through), never retried as this job's own.
+            raise LeaseBusy.new(resource: e.resource, attempts: e.attempts), cause: nil
           ensure
             Jobs.renewer.unregister(lease)
             lease.finish
@@ -61,13 +67,16 @@ module LeaseMachines
           raise Error, "#{resource}: the lease store refused the grant (#{decision.reason}); the job did not run"
         end
 
-        conflicts = job.exception_executions[CONFLICTS] || 0
+        executions = job.exception_executions
+        legacy = executions.delete(LEGACY_CONFLICTS)
+        executions[CONFLICTS] = [legacy, executions[CONFLICTS] || 0].max if legacy
+        conflicts = executions[CONFLICTS] || 0
         action = declaration.on_conflict
         action = :raise if action == :retry && conflicts >= declaration.attempts
         Instrumentation.instrument(:conflict, job: job, resource: resource, owner: owner, token: nil, action: action,
                                               reason: decision.reason, conflicts: conflicts,
                                               attempts: declaration.attempts)
-        raise LeaseBusy.new(resource: resource, attempts: conflicts)
+        raise Conflict.new(job: job, resource: resource, attempts: conflicts)
       end
 
       # A grant that would wait for a lock only this thread can free, refused at once (saying what to do) instead of

@@ -65,9 +65,9 @@ module LeaseMachines
 
       def running? = @lock.synchronize { @thread&.alive? || false }
 
-      # One pass: renews each lease whose renewal is due (through the renewer's own store connection, when the store is
-    # a factory; the shared one otherwise), reports each error. Returns the seconds until the next
-      # renewal any lease asks for, backed off after failures (nil without leases).
+      # One pass: renews each lease whose renewal is due (through the renewer's own store connection, when the store
+      # is a factory; the shared one otherwise), reports each error. Returns the seconds until the next renewal any
+      # lease asks for, backed off after failures (nil without leases).
       def renew_due
         failed_any = false
         wrap do

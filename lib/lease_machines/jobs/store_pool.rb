@@ -17,6 +17,7 @@ module LeaseMachines
       def initialize(configuration)
         @configuration = configuration
         @lock = Thread::Mutex.new
+        @fence_lock = Thread::Mutex.new
         @pid = @configured_in = Process.pid
         @stores = {}
       end
@@ -70,7 +71,9 @@ module LeaseMachines
                                          "#{connection.adapter_name}"
                   end
 
-        @lock.synchronize do
+        # A lock of its own: the pool's is held for a whole request of the lease store (which may wait for the very
+        # transaction this fenced write joins).
+        @fence_lock.synchronize do
           store = raw.instance_variable_get(FENCE)
           unless store && store.clock.equal?(clock) # a clock may be nil: the PostgreSQL server's
             store = Store.new(raw, clock: clock, **options)
