@@ -35,4 +35,14 @@ class SlotDecisionsTest < Minitest::Test
     assert_raises(ArgumentError) { decide([], :renew, [1024, 1, 1, 1.0], 0.0) }
     assert_raises(ArgumentError) { decide([], :transfer, [1, 1, 2, 1.0], 0.0) }
   end
+
+  def test_a_slot_lease_checks_its_slot_as_the_store_does
+    lease = LeaseMachines::SlotLease.new(slot: 3, owner: 7, token: 2, expires_at: 10)
+    assert_equal [3, 10.0, true], [lease.slot, lease.expires_at, lease.live?(now: 9.5)]
+    error = assert_raises(ArgumentError) do
+      LeaseMachines::SlotLease.new(slot: 1024, owner: 7, token: 2, expires_at: 1.0)
+    end
+    assert_equal "slot must be from 0 to 1023, got 1024", error.message
+    assert_raises(ArgumentError) { LeaseMachines::SlotLease.new(slot: 0, owner: 7, token: 0, expires_at: 1.0) }
+  end
 end

@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "securerandom"
 require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
 
 # Ten worker processes take the slots of a limit-1 and a limit-3 semaphore, log their entry and exit through their
@@ -118,11 +117,7 @@ class StoreSemaphoreSoakPostgreSQLTest < Minitest::Test
   include StoreSemaphoreSoak
 
   def setup
-    cluster = require_postgres!
-    require "pg"
-    schema = "t_#{SecureRandom.hex(6)}"
-    PG.connect(cluster.url) { _1.exec("CREATE SCHEMA #{schema}") }
-    @url = "#{cluster.url}?options=-csearch_path%3D#{schema}"
+    @url = fresh_postgres_schema_url
     # bigserial ids in commit order: each entry's transaction takes the log's one lock before its id.
     PG.connect(@url) do |db|
       db.exec("CREATE TABLE log (id bigserial PRIMARY KEY, key text, slot int, token bigint, owner bigint, kind text)")

@@ -2,6 +2,7 @@
 
 require "fileutils"
 require "minitest/autorun"
+require "securerandom"
 require "tmpdir"
 require "lease_machines"
 require_relative "../examples/support/postgres_cluster"
@@ -136,6 +137,16 @@ module LeaseMachines
       reason = PostgresCluster.unavailable_reason
       skip "#{POSTGRES_SKIP} #{reason}" if reason
       TestSupport.postgres
+    end
+
+    # The URL of a new, empty schema in the suite's PostgreSQL cluster (skipped where there is none): the store
+    # creates its tables there at first use.
+    def fresh_postgres_schema_url
+      cluster = require_postgres!
+      require "pg"
+      schema = "t_#{SecureRandom.hex(6)}"
+      PG.connect(cluster.url) { _1.exec("CREATE SCHEMA #{schema}") }
+      "#{cluster.url}?options=-csearch_path%3D#{schema}"
     end
 
     # The extension's private methods (the native calls) made while the block runs, in order.

@@ -253,7 +253,12 @@ fn limit_arg(ruby: &Ruby, value: Value) -> Result<Limit, Error> {
     Limit::new(limit).ok_or_else(|| Error::new(ruby.exception_arg_error(), format!("no limit {limit}")))
 }
 
-/// A slot of a semaphore: an Integer from 0 to [`MAX_LIMIT`] - 1.
+/// `LeaseMachines._limit(value)`: `value` as a semaphore's limit (see [`limit_arg`]), for the Ruby layer's checks.
+fn limit_check(ruby: &Ruby, value: Value) -> Result<u32, Error> {
+    limit_arg(ruby, value).map(Limit::get)
+}
+
+/// A slot of a semaphore: an Integer from 0 to [`MAX_LIMIT`] - 1 (also `LeaseMachines._slot`, for the Ruby layer).
 fn slot_arg(ruby: &Ruby, value: Value) -> Result<u32, Error> {
     bounded_arg(ruby, "slot", value, 0, MAX_LIMIT - 1)
 }
@@ -402,6 +407,8 @@ pub fn define(module: RModule) -> Result<(), Error> {
     let singleton = module.singleton_class()?;
     singleton.define_private_method("_store_decide", magnus::function!(store_decide, 7))?;
     singleton.define_private_method("_store_decide_slots", magnus::function!(store_decide_slots, 7))?;
+    singleton.define_private_method("_limit", magnus::function!(limit_check, 1))?;
+    singleton.define_private_method("_slot", magnus::function!(slot_arg, 1))?;
     // The greatest limit a semaphore takes (Store#acquire's limit:), the core's.
     module.const_set("MAX_LIMIT", MAX_LIMIT)?;
     singleton.define_private_method("_store_check_write", magnus::function!(store_check_write, 6))?;

@@ -11,11 +11,7 @@ module LeaseMachines
     include FrozenValue
 
     def initialize(slot:, owner:, token:, expires_at:)
-      raise TypeError, "slot must be an Integer, got #{LeaseMachines.__send__(:_shown, slot)}" unless Integer === slot
-      unless slot.between?(0, MAX_LIMIT - 1)
-        raise ArgumentError, "slot must be from 0 to #{MAX_LIMIT - 1}, got #{slot}"
-      end
-
+      slot = LeaseMachines.__send__(:_slot, slot) # the store's check of a slot
       lease = Lease.new(owner: owner, token: token, expires_at: expires_at)
       super(slot: slot, owner: lease.owner, token: lease.token, expires_at: lease.expires_at)
     end

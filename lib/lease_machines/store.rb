@@ -320,13 +320,9 @@ module LeaseMachines
                                          expires_at: lease.expires_at))
     end
 
-    # +slot+ checked: an Integer from 0 to MAX_LIMIT - 1 (TypeError, ArgumentError otherwise).
-    def slot_number(slot)
-      raise TypeError, "slot must be an Integer, got #{Store.shown(slot)}" unless Integer === slot
-      raise ArgumentError, "slot must be from 0 to #{MAX_LIMIT - 1}, got #{slot}" unless slot.between?(0, MAX_LIMIT - 1)
-
-      slot
-    end
+    # +slot+ checked natively, as a semaphore request checks it: an Integer from 0 to MAX_LIMIT - 1 (TypeError,
+    # ArgumentError otherwise).
+    def slot_number(slot) = LeaseMachines.__send__(:_slot, slot)
 
     # A read outside any request: refused while another live fiber is inside one of this store's requests (it would
     # see that request's uncommitted rows on the shared connection), and made under the guard, so that no other

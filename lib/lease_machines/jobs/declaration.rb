@@ -109,14 +109,12 @@ module LeaseMachines
               "holds_lease: on_conflict: must be one of :#{CONFLICT_ACTIONS.join(", :")}, got #{Store.shown(action)}"
       end
 
-      # +limit:+, the most performs that hold the resource's lease at once: an Integer from 1 to MAX_LIMIT.
+      # +limit:+, the most performs that hold the resource's lease at once: an Integer from 1 to MAX_LIMIT, checked
+      # natively as Store#acquire checks it.
       def limit_of(value)
-        unless Integer === value
-          raise TypeError, "holds_lease: limit: must be an Integer, got #{Store.shown(value)}"
-        end
-        return value if value.between?(1, MAX_LIMIT)
-
-        raise ArgumentError, "holds_lease: limit: must be from 1 to #{MAX_LIMIT}, got #{value}"
+        LeaseMachines.__send__(:_limit, value)
+      rescue TypeError, ArgumentError => e
+        raise e.class, "holds_lease: #{e.message.sub(/\Alimit /, "limit: ")}"
       end
 
       def count(name, value)
