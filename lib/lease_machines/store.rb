@@ -321,8 +321,8 @@ module LeaseMachines
     end
 
     # +slot+ checked natively, as a semaphore request checks it: an Integer from 0 to MAX_LIMIT - 1 (TypeError,
-    # ArgumentError otherwise).
-    def slot_number(slot) = LeaseMachines.__send__(:_slot, slot)
+    # ArgumentError otherwise). Slot 0, the plain lease's (every request without slot:), costs no native call.
+    def slot_number(slot) = slot.equal?(0) ? 0 : LeaseMachines.__send__(:_slot, slot)
 
     # A read outside any request: refused while another live fiber is inside one of this store's requests (it would
     # see that request's uncommitted rows on the shared connection), and made under the guard, so that no other
