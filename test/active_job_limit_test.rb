@@ -86,6 +86,38 @@ class ActiveJobLimitTest < Minitest::Test
     assert_equal [999, 2], [kept.owner, kept.token], "the successor keeps its slot"
   end
 
+  # Records the lease store's requests (acquire, renew, release, fenced) that this thread makes while +requests+ is set.
+  module CountedRequests
+    %i[acquire renew release fenced].each do |name|
+      define_method(name) do |**keywords, &block|
+        Thread.current[:lease_machines_requests]&.<<(name)
+        super(**keywords, &block)
+      end
+    end
+  end
+  LeaseMachines::Store.prepend(CountedRequests) if LEASE_MACHINES_RAILS
+
+  def counted_requests
+    Thread.current[:lease_machines_requests] = []
+    yield
+    Thread.current[:lease_machines_requests]
+  ensure
+    Thread.current[:lease_machines_requests] = nil
+  end
+
+  def test_a_job_that_ends_within_its_first_renewal_period_costs_three_store_requests
+    [nil, 1, 4].each do |limit|
+      job = job_class(:CountedJob) do
+        holds_lease key: ->(account) { account }, ttl: 30.0, renew_every: 10.0, **(limit ? { limit: limit } : {})
+        define_method(:perform) { |account| lease.fenced { Report.create!(body: account, token: lease.token) } }
+      end
+      job.perform_now("warm-up #{limit}") # the stores opened, once per process
+      requests = counted_requests { ::ActiveJob::Base.queue_adapter = :inline; job.perform_later("acme #{limit}") }
+
+      assert_equal %i[acquire fenced release], requests, "limit: #{limit.inspect}"
+    end
+  end
+
   def test_a_limit_is_checked_when_declared
     assert_raises(ArgumentError) { job_class(:BadLimitJob) { holds_lease key: ->(a) { a }, ttl: 30.0, limit: 0 } }
     error = assert_raises(ArgumentError) do
