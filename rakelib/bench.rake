@@ -37,6 +37,13 @@ namespace :bench do
     sh FileUtils::RUBY, "-Ilib", "bench/stores.rb"
   end
 
+  desc "Jobs per second through ActiveJob's :inline adapter with and without holds_lease (limit 1 and 4) and " \
+       "with_advisory_lock, on SQLite and a throwaway PostgreSQL, with the lease-store requests per job (prints the " \
+       "README's table; about a minute)"
+  task jobs: :compile do
+    sh FileUtils::RUBY, "-Ilib", "bench/jobs.rb"
+  end
+
   desc "Check only that bench/reference.rb answers as the native gem does (no timing)"
   task agreement: :compile do
     sh FileUtils::RUBY, "-Ilib", "-e", 'require "./bench/agreement"; puts Agreement.check!'
