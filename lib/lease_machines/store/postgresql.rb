@@ -240,19 +240,10 @@ module LeaseMachines
       # (unless a committed request of this store has seen it) and locked FOR UPDATE, read, with the server's clock
       # when +clock+. Returns [row, now or nil].
       def open_request(resource, clock: false)
-        known = @known_rows.key?(resource)
-        name = @connection.escape_literal(resource)
-        @request = [resource, name, known] # for #close_request: the quoted name, and whether to learn the row
-        statements = [*@opening]
-        statements << ENSURE_ROW.sub("$1") { name } unless known
+        name, statements = opening_request(resource)
         statements << format(LOCK_ROW_BYTES, name, clock ? CLOCK_BYTES : "")
         results = simple(statements)
-        row = text_row_of(results.last) or
-          begin
-            @known_rows.delete(resource) # the next request makes it exist again
-            raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for " \
-                              "its lock (or since this store's last request on it); nothing was decided"
-          end
+        row = locked_row(resource, results.last)
         [row, clock ? bytes_float(raw(results.last).getvalue(0, 6)) : nil]
       end
 
@@ -260,28 +251,20 @@ module LeaseMachines
       # then every other slot row of the resource, then the server's clock when +clock+. Returns [rows, now or nil],
       # rows[i] slot i's columns (nil for a slot without a row).
       def open_slots(resource, clock: false)
-        known = @known_rows.key?(resource)
-        name = @connection.escape_literal(resource)
-        @request = [resource, name, known]
-        statements = [*@opening]
-        statements << ENSURE_ROW.sub("$1") { name } unless known
+        name, statements = opening_request(resource)
         statements << format(LOCK_ROW_BYTES, name, "") << format(LOCK_SLOTS_BYTES, name)
         statements << CLOCK_AFTER if clock
         results = simple(statements)
         slots_at = clock ? -2 : -1
-        first = text_row_of(results[slots_at - 1]) or
-          begin
-            @known_rows.delete(resource)
-            raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for " \
-                              "its lock (or since this store's last request on it); nothing was decided"
-          end
-        rows = [first]
+        rows = [locked_row(resource, results[slots_at - 1])]
         raw(results[slots_at]).values.each { |slot, *columns| rows[Integer(slot, 10)] = text_columns(columns) }
         [rows, clock ? bytes_float(raw(results.last).getvalue(0, 0)) : nil]
       end
 
-      # One round trip (a simple query): +row+ written into +slot+ (nil: nothing changed) and COMMIT, as
-      # #close_request.
+      # One round trip (a simple query): +row+ written into +slot+ (nil: nothing changed; slot 0 is the resource's
+      # own row) and COMMIT. The row is known to exist from then on, and only then (a request that rolled back may
+      # have made it exist in its own transaction only). A connection lost on the way raises StoreError saying that
+      # whether the transaction committed is unknown.
       def close_slots(resource, slot, row)
         opened, name, known = @request
         @request = nil
@@ -293,18 +276,7 @@ module LeaseMachines
         learn(resource) unless known
       end
 
-      # One round trip (a simple query): +row+ written (nil: nothing changed) and COMMIT. The row is known to exist
-      # from then on, and only then (a request that rolled back may have made it exist in its own transaction only).
-      # A connection lost on the way raises StoreError saying that whether the transaction committed is unknown.
-      def close_request(resource, row)
-        opened, name, known = @request
-        @request = nil
-        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
-
-        statements = row ? [write_literal(name, row)] : []
-        finish { simple(statements << "COMMIT") }
-        learn(resource) unless known
-      end
+      def close_request(resource, row) = close_slots(resource, 0, row)
 
       # One round trip: the fenced write's transaction opened (BEGIN, or the savepoint +savepoint+ inside the open
       # transaction, keeping the lock timeout it replaces), the resource's row locked FOR SHARE (no grant can commit
@@ -403,6 +375,29 @@ module LeaseMachines
       def inspect = "#<#{self.class.name} #{@name}>"
 
       private
+
+      # A request's first statements: the transaction's opening, and the resource's row made to exist unless a
+      # committed request of this store has seen it. Returns [the quoted name, statements]; the request is remembered
+      # for its close (the quoted name, and whether to learn the row).
+      def opening_request(resource)
+        known = @known_rows.key?(resource)
+        name = @connection.escape_literal(resource)
+        @request = [resource, name, known]
+        statements = [*@opening]
+        statements << ENSURE_ROW.sub("$1") { name } unless known
+        [name, statements]
+      end
+
+      # The resource's locked row from +result+; StoreError when it is gone (deleted while the request waited for its
+      # lock, or since this store's last request on it: the next request makes it exist again).
+      def locked_row(resource, result)
+        text_row_of(result) or
+          begin
+            @known_rows.delete(resource)
+            raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for " \
+                              "its lock (or since this store's last request on it); nothing was decided"
+          end
+      end
 
       # The statements that open the store's own transaction: BEGIN and its settings; on an application's
       # connection, marked as the store's too (a savepoint and a setting, for #rollback_own). A connection the store
