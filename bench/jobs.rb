@@ -86,18 +86,17 @@ module Bench
       end
 
       def call
-        FileUtils.mkdir_p(@dir)
-        Bench.header("jobs per second through the :inline adapter, with and without holds_lease (bench/jobs.rb)")
-        ActiveJob::Base.logger = Logger.new(nil)
-        ActiveJob::Base.queue_adapter = :inline
-        ActiveRecord::Migration.verbose = false
-        databases.each { |name, connect, store| time(name, connect, store) }
-        @notes.each { puts _1 }
-        puts
-        puts markdown
-      ensure
-        @cluster&.destroy
-        FileUtils.rm_rf(@dir)
+        Bench.scratch(@dir) do |servers|
+          @servers = servers
+          Bench.header("jobs per second through the :inline adapter, with and without holds_lease (bench/jobs.rb)")
+          ActiveJob::Base.logger = Logger.new(nil)
+          ActiveJob::Base.queue_adapter = :inline
+          ActiveRecord::Migration.verbose = false
+          databases.each { |name, connect, store| time(name, connect, store) }
+          @notes.each { puts _1 }
+          puts
+          puts markdown
+        end
       end
 
       private
@@ -111,7 +110,7 @@ module Bench
         if reason
           @notes << "skipped:   the PostgreSQL rows: #{reason}"
         else
-          @cluster = PostgresCluster.new.start(dir: File.join(@dir, "postgres"))
+          @cluster = PostgresCluster.new.start(dir: File.join(@dir, "postgres")).tap { @servers << _1 }
           url = @cluster.socket_url
           version = PG.connect(url) { _1.exec("SHOW server_version").getvalue(0, 0) }
           @notes << "postgres:  PostgreSQL #{version} in #{relative(@cluster.dir)}, over its Unix socket"

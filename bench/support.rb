@@ -2,6 +2,7 @@
 
 require "benchmark/ips"
 require "etc"
+require "fileutils"
 require "json"
 require "lease_machines"
 
@@ -61,6 +62,17 @@ module Bench
 
     abort "bench/: #{what} took the wrong path: its last answer was #{actual.inspect}, not #{expected.inspect}. " \
           "The figures would not time what they say; fix the workload."
+  end
+
+  # Runs the block with the scratch directory +dir+ made, and removes it with all it holds however the block ends.
+  # The block is given a list for the throwaway servers it starts there (a PostgresCluster): destroyed first.
+  def scratch(dir)
+    FileUtils.mkdir_p(dir)
+    servers = []
+    yield servers
+  ensure
+    servers&.each(&:destroy)
+    FileUtils.rm_rf(dir)
   end
 
   def si(ips)

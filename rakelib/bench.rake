@@ -44,6 +44,12 @@ namespace :bench do
     sh FileUtils::RUBY, "-Ilib", "bench/jobs.rb"
   end
 
+  desc "A semaphore's slots on a throwaway PostgreSQL: the store (every slot row locked) against one-statement " \
+       "FOR UPDATE and FOR UPDATE SKIP LOCKED locks, from 1, 4 and 8 worker threads (about 30 seconds)"
+  task slots: :compile do
+    sh FileUtils::RUBY, "-Ilib", "bench/slots.rb"
+  end
+
   desc "Check only that bench/reference.rb answers as the native gem does (no timing)"
   task agreement: :compile do
     sh FileUtils::RUBY, "-Ilib", "-e", 'require "./bench/agreement"; puts Agreement.check!'
