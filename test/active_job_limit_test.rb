@@ -29,6 +29,8 @@ class ActiveJobLimitTest < Minitest::Test
     assert_equal [1, 1], @seen.map(&:token), "each slot's own first token"
     assert_equal [["acme 0", 1], ["acme 1", 1]], Report.order(:id).pluck(:body, :token)
     assert_equal %i[released released], events_named(:release).map { _1[:status] }
+    assert_equal [0, 1], events_named(:acquire).map { _1[:slot] }, "each event says its slot"
+    assert_equal [1, 0], events_named(:release).map { _1[:slot] }, "the inner perform ends first"
     assert_equal [nil, nil], [0, 1].map { other_store.checkpoint(resource: @seen.first.resource, slot: _1).lease }
   end
 

@@ -3,7 +3,7 @@
 require "active_job_support"
 require "stringio"
 
-# Every lease_machines event carries job, resource, owner and token; the LogSubscriber writes them to ActiveJob's
+# Every lease_machines event carries job, resource, owner, token and slot; the LogSubscriber writes them to ActiveJob's
 # logger, lost and conflict at warn.
 class ActiveJobNotificationsTest < Minitest::Test
   include LeaseMachines::ActiveJobSupport
@@ -43,7 +43,7 @@ class ActiveJobNotificationsTest < Minitest::Test
     assert_equal %w[acquire.lease_machines renew.lease_machines fenced_write.lease_machines lost.lease_machines
                     release.lease_machines conflict.lease_machines], names
     @events.each do |event|
-      assert_equal %i[job resource owner token], event.payload.keys.first(4), event.name
+      assert_equal %i[job resource owner token slot], event.payload.keys.first(5), event.name
       assert_equal "LeaseMachines::ActiveJobSupport::NotifiedJob:acme", event.payload[:resource]
       assert_kind_of ActiveJob::Base, event.payload[:job]
     end
@@ -62,5 +62,14 @@ class ActiveJobNotificationsTest < Minitest::Test
     assert(lines.any? { _1.start_with?("WARN") && _1.include?("lost (stale_token)") }, lines.join)
     assert(lines.any? { _1.start_with?("WARN") && _1.include?("held by another owner; discard") }, lines.join)
     assert(lines.any? { _1.start_with?("INFO") && _1.include?("token 1: acquired") }, lines.join)
+  end
+
+  def test_the_log_subscriber_names_a_semaphores_slot
+    leased_job(limit: 2).perform_now("acme")
+
+    lines = @log.string.lines.grep(/\[lease_machines\]/)
+    assert(lines.any? { _1.start_with?("INFO") && _1.include?("NotifiedJob:acme slot 0 token 1: acquired") },
+           lines.join)
+    assert(lines.any? { _1.include?("NotifiedJob:acme slot 0 token 1: released: released") }, lines.join)
   end
 end

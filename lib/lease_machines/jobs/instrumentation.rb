@@ -5,17 +5,18 @@ require "active_support/notifications"
 module LeaseMachines
   module Jobs
     # The ActiveSupport::Notifications events of a job's lease, each "<event>.lease_machines", with +job+,
-    # +resource+, +owner+ and +token+ in every payload (+owner+ and +token+ nil before a grant).
+    # +resource+, +owner+, +token+ and +slot+ in every payload (+owner+ and +token+ nil before a grant; +slot+ the
+    # semaphore's slot of a holds_lease limit: lease, else nil).
     module Instrumentation
       EVENTS = %i[acquire conflict renew at_risk lost fenced_write release thread_error].freeze
       NAMESPACE = "lease_machines"
 
       module_function
 
-      def instrument(event, job:, resource:, owner:, token:, **extra, &)
+      def instrument(event, job:, resource:, owner:, token:, slot: nil, **extra, &)
         raise ArgumentError, "unknown lease_machines event #{event.inspect}" unless EVENTS.include?(event)
 
-        payload = { job: job, resource: resource, owner: owner, token: token, **extra }
+        payload = { job: job, resource: resource, owner: owner, token: token, slot: slot, **extra }
         ActiveSupport::Notifications.instrument("#{event}.#{NAMESPACE}", payload, &)
       end
     end

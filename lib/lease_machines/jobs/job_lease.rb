@@ -165,7 +165,8 @@ module LeaseMachines
       def release(store) = store.release(resource: resource, owner: owner, token: token, **in_slot)
 
       def instrument(event, **extra, &)
-        Instrumentation.instrument(event, job: job, resource: resource, owner: owner, token: token, **extra, &)
+        Instrumentation.instrument(event, job: job, resource: resource, owner: owner, token: token, slot: slot, **extra,
+                                          &)
       end
 
       private

@@ -60,7 +60,8 @@ module LeaseMachines
         payload = event.payload
         job = payload[:job]
         "[lease_machines] #{job&.class&.name}#{" (#{job.job_id})" if job.respond_to?(:job_id)} " \
-          "#{payload[:resource]} token #{payload[:token].inspect}: #{what}"
+          "#{payload[:resource]}#{" slot #{payload[:slot]}" if payload[:slot]} " \
+          "token #{payload[:token].inspect}: #{what}"
       end
     end
   end

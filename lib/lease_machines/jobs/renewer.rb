@@ -190,7 +190,7 @@ module LeaseMachines
         reporting(error) { @configuration.report(error, context) }
         reporting(error) do
           Instrumentation.instrument(:thread_error, job: lease&.job, resource: lease&.resource, owner: lease&.owner,
-                                                    token: lease&.token, error: error)
+                                                    token: lease&.token, slot: lease&.slot, error: error)
         end
         reporting(error) { lease.observe } if lease
       end
