@@ -88,6 +88,7 @@ module Bench
       def call
         Bench.scratch(@dir) do |servers|
           @servers = servers
+          ENV["FLOCK_DIR"] = @dir # with_advisory_lock's lock files on SQLite, else in the working directory
           Bench.header("jobs per second through the :inline adapter, with and without holds_lease (bench/jobs.rb)")
           ActiveJob::Base.logger = Logger.new(nil)
           ActiveJob::Base.queue_adapter = :inline
