@@ -7,15 +7,19 @@
 #
 #   holds_lease key: ->(account, _worker) { account }, on_conflict: :retry, ...
 #
-# so one copy runs at a time and the others retry. Worker 7's job stalls mid-report: its process stops itself with
+# so one copy runs at a time and the others retry; with --limit N (holds_lease limit: N), up to N copies run at once,
+# each in a slot of the account's semaphore with the slot's own token and fence. Worker 7's job (slot 0, token 1)
+# stalls mid-report: its process stops itself with
 # SIGSTOP (a stop-the-world pause; the renewer thread stops with it) right after the lease said it was held, and the
 # parent resumes it with SIGCONT after longer than the TTL. Meanwhile the lease ran out and a successor took over and
-# wrote. Worker 7, unaware, writes its next line with its old token: the fence refuses it, the transaction rolls
-# back, and the job sees LeaseMachines::LeaseLost. On PostgreSQL the fence runs in the job's own ActiveRecord
-# transaction (the store's check under a savepoint), and the store decides on the server's clock.
+# wrote (in worker 7's slot, under a limit). Worker 7, unaware, writes its next line with its old token: the fence
+# refuses it, the transaction rolls back, and the job sees LeaseMachines::LeaseLost. On PostgreSQL the fence runs in
+# the job's own ActiveRecord transaction (the store's check under a savepoint), and the store decides on the
+# server's clock.
 #
-# The run prints a timeline and a verdict read back from the database, and exits 1 if a stale write landed or two
-# jobs' lines interleaved, 2 when inconclusive or for a usage error (one line on stderr).
+# The run prints a timeline and a verdict read back from the database, and exits 1 if a stale write landed (a line
+# with an older token than one before it in its slot) or more jobs than the limit wrote at once (their first to last
+# lines overlapping in commit order), 2 when inconclusive or for a usage error (one line on stderr).
 require_relative "support/command_line"
 
 def usage_error(message) = CommandLine.usage_error("nightly-report", message)
@@ -26,17 +30,24 @@ def number(text, range, must) = CommandLine.number(text, range, must)
 MAX_TTL = 5.0
 MAX_PAUSE = 30.0
 
-options = { workers: 3, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true, postgres: false }
+# The most copies of the job --limit lets run at once.
+MAX_LIMIT = 3
+
+options = { workers: nil, limit: 1, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true, postgres: false }
 # Without OptionParser's own --version and --*-completion-* options (which print and exit with status 1 or 0).
 parser = OptionParser.new.tap { _1.base.long.clear }
 parser.banner = "Usage: bin/nightly-report [options]"
 parser.separator ""
 parser.separator "Worker processes perform NightlyReportJob (holds_lease) for one account through ActiveJob;"
 parser.separator "worker 7's job stalls (SIGSTOP) longer than its TTL and its late write meets the fence."
+parser.separator "With --limit N, up to N jobs write at once, each in a slot of its own, and never N + 1."
 parser.separator "Exit status: 0 safe, 1 unsafe, 2 inconclusive or a usage error."
 parser.separator ""
-parser.on("--workers N", "worker processes (2 to 8, default 3)") do
+parser.on("--workers N", "worker processes (2 to 8, more than the limit; default 3, or the limit + 2)") do
   options[:workers] = number(_1, 2..8, "a whole number from 2 to 8")
+end
+parser.on("--limit N", "copies of the job at once (holds_lease limit:, 1 to #{MAX_LIMIT}, default 1)") do
+  options[:limit] = number(_1, 1..MAX_LIMIT, "a whole number from 1 to #{MAX_LIMIT}")
 end
 parser.on("--ttl SECONDS", "the lease's TTL (0.1 to #{MAX_TTL}, default 1.0)") do
   options[:ttl] = number(_1, 0.1..MAX_TTL, "a number of seconds from 0.1 to #{MAX_TTL}")
@@ -59,6 +70,10 @@ parser.on("--without-fence", "write without lease.fenced, to see the stale write
 end
 CommandLine.parse("nightly-report", parser, ARGV)
 options[:pause] ||= options[:ttl] * 2.5
+options[:workers] ||= [3, options[:limit] + 2].max
+unless options[:workers] > options[:limit]
+  usage_error("--workers #{options[:workers]} must exceed --limit #{options[:limit]}, or no job waits for a slot")
+end
 unless options[:pause] > options[:ttl]
   usage_error("--pause #{options[:pause]} must exceed --ttl #{options[:ttl]}, or nothing happens")
 end
@@ -72,6 +87,7 @@ require "global_id"
 require "lease_machines/jobs"
 
 WORKER_IDS = [7, 12, 19, 23, 31, 42, 55, 64].first(options[:workers])
+LIMIT = options[:limit]
 STALLED_LINE = 3
 OPTIONS = options.freeze
 PARENT = Process.pid
@@ -119,7 +135,7 @@ class RefusedWrite < ActiveRecord::Base; end
 class NightlyReportJob < ActiveJob::Base
   include LeaseMachines::HoldsLease
   holds_lease key: ->(account, _worker) { account }, ttl: OPTIONS[:ttl], renew_every: OPTIONS[:ttl] / 3,
-              on_conflict: :retry, wait: 0.1, attempts: 100
+              limit: LIMIT, on_conflict: :retry, wait: 0.1, attempts: 100
 
   DONE = Thread::Queue.new
 
@@ -131,7 +147,8 @@ class NightlyReportJob < ActiveJob::Base
         resumed = stall(me, line)
         # Printing lets the other threads run, its renewer's among them: the job writes first and tells after.
         Thread.current[:held_lines] = []
-        say(me, "resumes (SIGCONT), unaware, and writes line #{line} with token #{lease.token}", at: resumed)
+        say(me, "resumes (SIGCONT), unaware, and writes line #{line} with token #{lease.token}#{in_slot}",
+            at: resumed)
       end
       begin
         write(account, worker, line)
@@ -139,11 +156,12 @@ class NightlyReportJob < ActiveJob::Base
         $stdout.write(Thread.current[:held_lines].join).tap { $stdout.flush } if Thread.current[:held_lines]
         Thread.current[:held_lines] = nil
       end
-      say(me, "wrote line #{line} with token #{lease.token}")
+      say(me, "wrote line #{line} with token #{lease.token}#{in_slot}")
       sleep 0.1
     rescue LeaseMachines::Fenced => e
-      RefusedWrite.create!(account_id: account.id, worker: worker, token: e.token, highest: e.highest, line: line)
-      say(me, "REFUSED: token #{e.token} is older than the fence's #{e.highest}; line #{line} rolled back")
+      RefusedWrite.create!(account_id: account.id, worker: worker, slot: lease.slot, token: e.token,
+                           highest: e.highest, line: line)
+      say(me, "REFUSED#{in_slot}: token #{e.token} is older than the fence's #{e.highest}; line #{line} rolled back")
       lease.check! # lost now: raises LeaseLost
     end
   rescue LeaseMachines::LeaseLost => e
@@ -156,8 +174,11 @@ class NightlyReportJob < ActiveJob::Base
 
   private
 
+  # " in slot N" under a limit (the slot's own token), nothing for the plain lease.
+  def in_slot = LIMIT > 1 ? " in slot #{lease.slot}" : ""
+
   def write(account, worker, line)
-    row = { account_id: account.id, worker: worker, token: lease.token, line: line }
+    row = { account_id: account.id, worker: worker, slot: lease.slot, token: lease.token, line: line }
     OPTIONS[:fence] ? lease.fenced { ReportLine.create!(row) } : ReportLine.create!(row)
   end
 
@@ -191,12 +212,14 @@ ActiveRecord::Schema.define do
   create_table(:report_lines, if_not_exists: true) do |t|
     t.integer :account_id, null: false
     t.integer :worker, null: false
+    t.integer :slot, null: false
     t.integer :token, null: false
     t.integer :line, null: false
   end
   create_table(:refused_writes, if_not_exists: true) do |t|
     t.integer :account_id, null: false
     t.integer :worker, null: false
+    t.integer :slot, null: false
     t.integer :token, null: false
     t.integer :highest, null: false
     t.integer :line, null: false
@@ -204,7 +227,9 @@ ActiveRecord::Schema.define do
 end
 account = Account.create!(name: "Acme")
 ActiveRecord::Base.connection_handler.clear_all_connections! # no SQLite or PostgreSQL connection crosses a fork
-say("run", "#{options[:workers]} workers, ttl #{options[:ttl]}s, worker 7 stalls #{options[:pause]}s; #{shown}")
+limited = LIMIT > 1 ? ", up to #{LIMIT} jobs at once" : ""
+say("run", "#{options[:workers]} workers#{limited}, ttl #{options[:ttl]}s, worker 7 stalls #{options[:pause]}s; " \
+           "#{shown}")
 
 # One worker process: a Rails job worker with its own connections and lease renewer (started again after fork).
 work = lambda do |worker|
@@ -216,11 +241,14 @@ work = lambda do |worker|
   ActiveSupport::Notifications.subscribe(/\.lease_machines\z/) do |event|
     payload = event.payload
     case event.name.delete_suffix(".lease_machines")
-    when "acquire" then say(me, "acquired #{payload[:resource]}: token #{payload[:token]}")
+    when "acquire"
+      slot = LIMIT > 1 ? "slot #{payload[:slot]} of " : ""
+      say(me, "acquired #{slot}#{payload[:resource]}: token #{payload[:token]}")
     when "conflict"
       say(me, "#{payload[:resource]} is held elsewhere: retry later") if payload[:conflicts].zero?
     when "lost" then say(me, "lease lost (#{payload[:reason]})")
-    when "release" then say(me, "released token #{payload[:token]} (#{payload[:status]})")
+    when "release"
+      say(me, "released token #{payload[:token]}#{" in slot #{payload[:slot]}" if LIMIT > 1} (#{payload[:status]})")
     end
   end
   NightlyReportJob.perform_later(account, worker)
@@ -250,31 +278,47 @@ if stalled
 end
 statuses = [status] + pids.drop(1).map { Process.waitpid2(_1).last }
 
-# The verdict, from what the database committed.
+# The verdict, from what the database committed: each slot's lines in commit order (one slot without a limit).
 connect
-lines = ReportLine.where(account_id: account.id).order(:id).pluck(:token, :worker, :line)
-tokens = lines.map(&:first)
-stale = tokens.each_cons(2).count { |earlier, later| later < earlier }
-runs = tokens.chunk_while { _1 == _2 }.to_a
-interleaved = runs.size - runs.map(&:first).uniq.size
-refused = RefusedWrite.where(account_id: account.id).order(:id).pluck(:worker, :token, :highest, :line)
-# The story happened: worker 7 stalled, and every other job wrote its whole report.
-short = WORKER_IDS.drop(1).reject { |worker| lines.count { _2 == worker } == options[:lines] }
+lines = ReportLine.where(account_id: account.id).order(:id).pluck(:slot, :token, :worker, :line)
+by_slot = lines.group_by(&:first).sort.to_h { |slot, rows| [slot, rows.map { _1[1] }] }
+stale = by_slot.values.sum { |tokens| tokens.each_cons(2).count { |earlier, later| later < earlier } }
+# Each job (a slot's token) wrote from its first line to its last; the most jobs whose lines overlap.
+spans = lines.each_index.group_by { lines[_1].first(2) }.values.map(&:minmax)
+at_once = lines.each_index.map { |at| spans.count { |first, last| first <= at && at <= last } }.max || 0
+refused = RefusedWrite.where(account_id: account.id).order(:id).pluck(:worker, :slot, :token, :highest, :line)
+# The story happened: worker 7 stalled, and every other job wrote its whole report; under a limit, as many jobs as it
+# allows wrote at once, and worker 7's slot went to a successor.
+short = WORKER_IDS.drop(1).reject { |worker| lines.count { _3 == worker } == options[:lines] }
+why = if !stalled then "worker 7 never stalled"
+      elsif short.any? then "workers #{short.join(", ")} did not write their whole report"
+      elsif LIMIT > 1 && at_once < LIMIT then "at most #{at_once} jobs wrote at once, not #{LIMIT}"
+      elsif LIMIT > 1 && by_slot.fetch(0, []).none? { _1 > 1 } then "no job took worker 7's slot after it"
+      end
 
+runs = ->(tokens) { tokens.chunk_while { _1 == _2 }.map { "#{_1.first}x#{_1.size}" }.join(" ") }
 puts
-puts "report lines in commit order, by token: #{runs.map { "#{_1.first}x#{_1.size}" }.join(" ")}"
-refused.each do |worker, token, highest, line|
-  puts "refused: worker #{worker}'s line #{line} with token #{token} (the fence had seen #{highest}); " \
-       "in the report: #{lines.include?([token, worker, line]) ? "yes" : "no"}"
+if LIMIT == 1
+  puts "report lines in commit order, by token: #{runs.call(by_slot.fetch(0, []))}"
+else
+  puts "report lines in commit order, by slot and token: " \
+       "#{by_slot.map { |slot, tokens| "slot #{slot}: #{runs.call(tokens)}" }.join("; ")}"
+end
+refused.each do |worker, slot, token, highest, line|
+  puts "refused: worker #{worker}'s line #{line} with token #{token}#{" in slot #{slot}" if LIMIT > 1} (the fence " \
+       "had seen #{highest}); in the report: #{lines.include?([slot, token, worker, line]) ? "yes" : "no"}"
 end
 failed = statuses.count { !_1.success? }
-puts "stale writes landed: #{stale}; jobs interleaved: #{interleaved}; workers failed: #{failed}"
-if stale.zero? && interleaved.zero? && statuses.all?(&:success?) && (!stalled || short.any?)
-  why = stalled ? "workers #{short.join(", ")} did not write their whole report" : "worker 7 never stalled"
+together = LIMIT == 1 ? "jobs interleaved: #{at_once > 1 ? 1 : 0}" : "most jobs writing at once: #{at_once}"
+puts "stale writes landed: #{stale}; #{together}; workers failed: #{failed}"
+safe = stale.zero? && at_once <= LIMIT && statuses.all?(&:success?)
+if safe && why
   puts "VERDICT: inconclusive: #{why}"
   exit 2
-elsif stale.zero? && interleaved.zero? && statuses.all?(&:success?)
-  puts "VERDICT: safe. #{refused.empty? ? "No write was refused this time." : "Worker 7's stale write was refused."}"
+elsif safe
+  limited = LIMIT > 1 ? "Never more than #{LIMIT} jobs wrote at once. " : ""
+  puts "VERDICT: safe. #{limited}" \
+       "#{refused.empty? ? "No write was refused this time." : "Worker 7's stale write was refused."}"
   exit 0
 else
   puts "VERDICT: UNSAFE"

@@ -46,6 +46,38 @@ class NightlyReportTest < Minitest::Test
     assert_match(/^VERDICT: UNSAFE$/, output)
   end
 
+  # --limit 2: two jobs write at once, each in its slot, never three; worker 7's successor takes its slot (slot 0,
+  # with the slot's token 2), and worker 7's late write is refused by that slot's fence.
+  def test_with_a_limit_of_two_two_reports_are_written_at_once_and_the_stalled_job_is_refused_in_its_slot
+    output, status = Open3.capture2e(COMMAND, "--limit", "2", "--ttl", "0.6", "--pause", "2")
+    assert status.success?, output
+    assert_limited_story(output)
+  end
+
+  def assert_limited_story(output)
+    assert_match(/run\s+4 workers, up to 2 jobs at once, ttl 0\.6s/, output)
+    assert_match(%r{worker 7\s+acquired slot 0 of NightlyReportJob:Account/1: token 1$}, output)
+    assert_match(%r{worker (12|19|23)\s+acquired slot 1 of NightlyReportJob:Account/1: token 1$}, output)
+    assert_match(%r{worker (12|19|23)\s+acquired slot 0 of NightlyReportJob:Account/1: token 2$}, output)
+    assert_match(/worker 7\s+REFUSED in slot 0: token 1 is older than the fence's 2; line 3 rolled back$/, output)
+    assert_match(/worker 7\s+released token 1 in slot 0 \(rejected\)$/, output)
+    assert_match(/^report lines in commit order, by slot and token: slot 0: 1x2 2x5; slot 1: 1x5 2x5$/, output)
+    assert_match(/^refused: worker 7's line 3 with token 1 in slot 0 \(the fence had seen 2\); in the report: no$/,
+                 output)
+    assert_match(/^stale writes landed: 0; most jobs writing at once: 2; workers failed: 0$/, output)
+    assert_match(/^VERDICT: safe\. Never more than 2 jobs wrote at once\. Worker 7's stale write was refused\.$/,
+                 output)
+  end
+
+  # Without the fence, under a limit, worker 7's stale line lands in its successor's slot: three jobs wrote at once.
+  def test_with_a_limit_and_without_the_fence_the_stale_write_lands_in_the_successors_slot
+    output, status = Open3.capture2e(COMMAND, "--limit", "2", "--ttl", "0.6", "--without-fence")
+    assert_equal 1, status.exitstatus, output
+    assert_match(/^report lines in commit order, by slot and token: slot 0: 1x2 2x5 1x\d+; slot 1: 1x5 2x5$/, output)
+    assert_match(/^stale writes landed: 1; most jobs writing at once: [23]; workers failed: 0$/, output)
+    assert_match(/^VERDICT: UNSAFE$/, output)
+  end
+
   # --database PATH: the run uses and keeps that file (no temporary directory to remove), and a safe verdict exits 0.
   def test_a_database_path_is_used_and_kept_and_a_safe_run_exits_0
     database = File.join(scratch_dir("nightly-report-db"), "app.sqlite3")
@@ -74,6 +106,13 @@ class NightlyReportTest < Minitest::Test
     assert_empty Dir[File.expand_path("../tmp/nightly-report-*", __dir__)], "the throwaway server is gone"
   end
 
+  def test_on_postgresql_with_a_limit_of_two_the_stalled_job_is_refused_in_its_slot
+    require_postgres!
+    output, status = Open3.capture2e(COMMAND, "--postgres", "--limit", "2", "--ttl", "0.6", "--pause", "2")
+    assert status.success?, output
+    assert_limited_story(output)
+  end
+
   # --database postgresql://...: the user's database, kept; without the fence the stale line lands there.
   def test_on_a_postgresql_database_without_the_fence_the_stale_write_lands_and_is_kept
     cluster = require_postgres!
@@ -94,6 +133,8 @@ class NightlyReportTest < Minitest::Test
     {
       %w[--lines two] => "invalid argument: --lines two (must be a whole number from 3 to 20)",
       %w[--workers 9] => "invalid argument: --workers 9 (must be a whole number from 2 to 8)",
+      %w[--limit 4] => "invalid argument: --limit 4 (must be a whole number from 1 to 3)",
+      %w[--limit 2 --workers 2] => "--workers 2 must exceed --limit 2, or no job waits for a slot",
       %w[--ttl 1e-300] => "invalid argument: --ttl 1e-300 (must be a number of seconds from 0.1 to 5.0)",
       %w[--ttl 1e400] => "invalid argument: --ttl 1e400 (must be a number of seconds from 0.1 to 5.0)",
       %w[--ttl soon] => "invalid argument: --ttl soon (must be a number of seconds from 0.1 to 5.0)",
