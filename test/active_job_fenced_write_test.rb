@@ -38,6 +38,29 @@ class ActiveJobFencedWriteTest < Minitest::Test
     assert_equal [[:written, 1]], events_named(:fenced_write).map { [_1[:outcome], _1[:token]] }
   end
 
+  # One shared lease Store (configured as is, behind the pool's lock) busy with a long request on another thread: a
+  # fenced write, on its own ActiveRecord connection's store, does not wait for that request.
+  def test_a_fenced_write_does_not_wait_for_a_request_of_the_shared_lease_store
+    LeaseMachines::Jobs.store = FlakyStore.new(path, clock: clock.to_proc).tap { @stores << _1 }
+    inside = Thread::Queue.new
+    done = Thread::Queue.new
+    lease = nil
+    writer = writer_job do |job|
+      lease = job.lease
+      busy = Thread.new { LeaseMachines::Jobs.pool.with { inside << true && done.pop(timeout: 2) } }
+      inside.pop
+      began = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      job.lease.fenced { Report.create!(body: "nightly", token: job.lease.token) }
+      @waited = Process.clock_gettime(Process::CLOCK_MONOTONIC) - began
+      done << true
+      busy.join
+    end
+    writer.perform_now("acme")
+
+    assert_operator @waited, :<, 0.5, "the fenced write waited for the lease store's request"
+    assert_equal [["nightly", lease.token]], Report.pluck(:body, :token)
+  end
+
   def test_a_lease_lost_mid_job_has_its_fenced_write_rolled_back_with_everything_in_its_transaction
     refused = nil
     writer_job do |job|
