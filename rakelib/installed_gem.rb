@@ -14,7 +14,7 @@ require "tmpdir"
 # `lease_machines` command and the whole test suite against the installed copy.
 module InstalledGem
   ROOT = File.expand_path("..", __dir__)
-  TEST_FILES = -> { Dir[File.join(ROOT, "test", "*_test.rb")].sort }
+  TEST_FILES = -> { Dir[File.join(ROOT, "test", "*", "*_test.rb")].sort } # test/<area>/, as rake test runs them
   # The event log of core/FORMAT.md (an acquire, then a transfer), also the README's `lease_machines audit` example.
   EVENT_LOG = File.join(ROOT, "examples", "events.json")
   # Proofs already passed, by the digest of what was proved (see .proved?): tmp/ is the checkout's own.
@@ -96,7 +96,7 @@ module InstalledGem
   end
 
   # The installed `lease_machines` command, run by RUBY directly (under qemu no Ruby can start a child Ruby, so
-  # test/cli_test.rb skips itself there): each command and the exit status it must end with. The audit with a
+  # test/cli/cli_test.rb skips itself there): each command and the exit status it must end with. The audit with a
   # finding reads the example log in reverse order (time and tokens run backwards).
   def run_commands(label, ruby, env, home, out)
     command = [*ruby, File.join(home, "bin", "lease_machines")]
@@ -138,7 +138,7 @@ module InstalledGem
   # platform:prove stamps is what it installed, not what the work tree holds now.
   def digest(ruby, files)
     sha = Digest::SHA256.new
-    inputs = files + ["lease_machines.gemspec", EVENT_LOG, __FILE__] + Dir[File.join(ROOT, "test", "*.rb")]
+    inputs = files + ["lease_machines.gemspec", EVENT_LOG, __FILE__] + Dir[File.join(ROOT, "test", "{*,*/*}.rb")]
     inputs.map { File.expand_path(_1, ROOT) }.sort.uniq.each do |file|
       sha << file << "\0" << File.binread(file) << "\0"
     end

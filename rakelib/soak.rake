@@ -6,6 +6,6 @@ namespace :soak do
        "server crashes, a host cut off; the checker's summary at the end (histories kept in tmp/ on a violation)"
   task postgres: :compile do
     env = { "LEASE_MACHINES_SOAK_SECONDS" => ENV.fetch("LEASE_MACHINES_SOAK_SECONDS", "60") }
-    sh env, FileUtils::RUBY, "-Ilib", "-Itest", "test/store_postgresql_faults_test.rb", "-n", "/never_break/"
+    sh env, FileUtils::RUBY, "-Ilib", "-Itest", "test/store/postgresql_faults_test.rb", "-n", "/never_break/"
   end
 end

@@ -2,27 +2,32 @@
 
 require "rake/testtask"
 
+# The suite, by area: test/native/ (the extension's objects: records, Authority, Fence, Holder, Table, Election,
+# Simulation), test/store/ (the SQLite and PostgreSQL stores), test/active_job/ (holds_lease, the Railtie), test/cli/,
+# test/integration/ (the stories and the binstubs, run as a user runs them), test/docs/ (README and CONTRIBUTING), and
+# test/support/ for the helpers they share besides test/test_helper.rb.
+TEST_FILES = FileList["test/*/*_test.rb"]
+
 # The minitest suite against the compiled extension.
 Rake::TestTask.new(:test) do |t|
   t.libs << "test" << "lib"
-  t.test_files = FileList["test/**/*_test.rb"]
+  t.test_files = TEST_FILES
   t.warning = true
 end
 task test: :compile
 
-# The GC.stress pass is for the objects the extension makes, holds and hands out: every test file but these, which
-# check other things (the README's text, the SQLite store's SQL through the sqlite3 gem, the command line's output,
-# child processes, ActiveJob and ActiveRecord, the PostgreSQL store's SQL through the pg gem and its server) and under GC.stress would spend minutes on other
-# libraries' allocations (the README's examples alone 116 s). Their extension objects are the ones the other files make.
-GC_STRESS_EXCLUDED = (%w[readme_test store_test store_inputs_test store_interrupt_test store_soak_test cli_test
-                         worker_seven_test nightly_report_test railtie_test postgres_cluster_test
-                         store_postgresql_test store_postgresql_faults_test jobs_layout_test store_semaphore_test] +
-                      FileList["test/active_job_*_test.rb"].map { File.basename(_1, ".rb") }).freeze
+# The GC.stress pass is for the objects the extension makes, holds and hands out: test/native/, and the files
+# elsewhere tagged with a line "# gc_stress: the extension's objects" (the store's fence and schema checks). The others
+# check other things (the README's text, SQL through the sqlite3 and pg gems, the command line's output, child
+# processes, ActiveJob and ActiveRecord) and under GC.stress would spend minutes on other libraries' allocations (the
+# README's examples alone 116 s). Their extension objects are the ones the native tests make.
+GC_STRESS_TAG = /^# gc_stress: the extension's objects$/
+GC_STRESS_FILES = -> { TEST_FILES.select { _1.start_with?("test/native/") || File.read(_1).match?(GC_STRESS_TAG) } }
 
 namespace :test do
   desc "Run the suite's extension tests again with GC.stress on (catches objects the extension fails to keep alive)"
   task gc_stress: :compile do
-    files = FileList["test/**/*_test.rb"].reject { GC_STRESS_EXCLUDED.include?(File.basename(_1, ".rb")) }
+    files = GC_STRESS_FILES.call
     # Without the Gemfile's :rails group on the load path (none of these files loads Rails): its 52 of 76 entries made
     # every file of this pass 1.6x slower under GC.stress (holder_test and values_test: 48 s with them, 26 s without).
     env = { "BUNDLE_WITHOUT" => [ENV.fetch("BUNDLE_WITHOUT", nil), "rails"].compact.join(":") }
@@ -40,7 +45,7 @@ namespace :test do
       "LEASE_MACHINES_RBS_TEST" => "1"
     }
     sh env, FileUtils::RUBY, "-Ilib", "-Itest", "-rrbs/test/setup", "-e", "ARGV.each { |f| require File.expand_path(f) }",
-       *FileList["test/**/*_test.rb"]
+       *TEST_FILES
   end
 end
 

@@ -9,7 +9,7 @@ require "securerandom"
 # the fence (the job then sees LeaseLost); without the fence the same story ends with the stale line in the report
 # and a failing verdict.
 class NightlyReportTest < Minitest::Test
-  COMMAND = File.expand_path("../bin/nightly-report", __dir__)
+  COMMAND = File.expand_path("../../bin/nightly-report", __dir__)
 
   def setup
     plain_suite_only!("forks job workers")
@@ -103,7 +103,7 @@ class NightlyReportTest < Minitest::Test
     assert_match(/^report lines in commit order, by token: 1x2 2x5 3x5$/, output)
     assert_match(/^stale writes landed: 0; jobs interleaved: 0; workers failed: 0$/, output)
     assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
-    assert_empty Dir[File.expand_path("../tmp/nightly-report-*", __dir__)], "the throwaway server is gone"
+    assert_empty Dir[File.expand_path("../../tmp/nightly-report-*", __dir__)], "the throwaway server is gone"
   end
 
   def test_on_postgresql_with_a_limit_of_two_the_stalled_job_is_refused_in_its_slot

@@ -5,7 +5,7 @@ require "test_helper"
 # Runs every ```ruby block of README.md, in order, in one binding (later blocks may use what earlier ones defined),
 # and checks each line annotated `expression # => expected` against the value the expression really has.
 class ReadmeTest < Minitest::Test
-  README = File.expand_path("../README.md", __dir__)
+  README = File.expand_path("../../README.md", __dir__)
   RAILS = SQLITE3 && begin
     require "active_record"
     require "active_job"

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "timeout"
-require "active_job_support"
+require "support/active_job_support"
 
 # What a hostile pass over holds_lease found, each shown through real jobs: stale writes refused as soon as another
 # process committed a newer grant, a lease that ends with its job, no window between a grant and its release, and

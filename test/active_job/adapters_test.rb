@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "active_job_support"
+require "support/active_job_support"
 
 # The lease taken in around_perform works the same under ActiveJob's :inline adapter and, with real threads, its
 # :async adapter (the background renewer, the wall and monotonic clocks).

@@ -6,7 +6,7 @@ require "open3"
 # CONTRIBUTING.md's map of the project names only what the tree has: every file or folder it puts in backticks in
 # its tables is a file git tracks (or the folder of one), so the map cannot drift from the tree unnoticed.
 class ContributingTest < Minitest::Test
-  ROOT = File.expand_path("..", __dir__)
+  ROOT = File.expand_path("../..", __dir__)
   # What a name in backticks must look like to count as a path: a path with a folder in it ("bin/setup",
   # "sim/"), or a file name with an extension ("run.rs"), which names a file of the row's folder.
   PATH = %r{\A(?:[\w.-]+/[\w./-]*|[\w.-]+\.(?:rs|rb|rbs|toml|sh|md|yml|mjs))\z}

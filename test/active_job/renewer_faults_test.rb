@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "active_job_support"
+require "support/active_job_support"
 
 # The background renewer survives what it reports: subscribers and error handlers that raise, a store factory that
 # raises an Exception that is no StandardError. Only an interrupt, Thread#kill or #stop ends it; #stop then returns,

@@ -196,7 +196,7 @@ class StoreTest < Minitest::Test
   end
 
   def test_the_readme_shows_the_schema_as_it_is
-    readme = File.read(File.expand_path("../README.md", __dir__))
+    readme = File.read(File.expand_path("../../README.md", __dir__))
     assert_equal LeaseMachines::Store::SCHEMA.strip, readme[/^```sql\n(.*?)^```$/m, 1].strip
   end
 

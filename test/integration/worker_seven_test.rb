@@ -2,13 +2,13 @@
 
 require "test_helper"
 require "open3"
-require_relative "../examples/support/hosts"
+require_relative "../../examples/support/hosts"
 
 # bin/worker-seven as a user runs it: worker 7's stale write is refused and the verdict is safe; without the fence
 # the same story ends with the stale write landing and a failing verdict. On SQLite, and on PostgreSQL with each
 # worker on a simulated host (a network namespace, where this process can make them) with its clock skewed.
 class WorkerSevenTest < Minitest::Test
-  COMMAND = File.expand_path("../bin/worker-seven", __dir__)
+  COMMAND = File.expand_path("../../bin/worker-seven", __dir__)
 
   def setup
     plain_suite_only!("forks workers")

@@ -11,8 +11,8 @@ require "securerandom"
 # database, and a job that declares holds_lease without an include (and without ttl:, from
 # config.lease_machines.default_ttl) runs with its write fenced, its lease taken in the application's database.
 class RailtieTest < Minitest::Test
-  DUMMY = File.expand_path("dummy", __dir__)
-  RUBY = File.expand_path("../bin/ruby", __dir__)
+  DUMMY = File.expand_path("../dummy", __dir__)
+  RUBY = File.expand_path("../../bin/ruby", __dir__)
 
   def setup
     plain_suite_only!("boots a Rails application in child processes")

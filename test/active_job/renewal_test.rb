@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "active_job_support"
+require "support/active_job_support"
 
 # The renewer: renewals on the Holder's cadence through its own store, a failing store leading to at_risk then lost,
 # errors reported and emitted, never silent.

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "active_job_support"
+require "support/active_job_support"
 
 # holds_lease with ActiveJob's :test adapter on SQLite and (ActiveJobLeasePostgreSQLTest) PostgreSQL: the lease a
 # perform holds, what its body sees, and how it ends.

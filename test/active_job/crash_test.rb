@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "active_job_support"
+require "support/active_job_support"
 
 # A process that dies holding a lease (SIGKILL: no ensure, no release) frees its key once the TTL has run out, never
 # before; while it lives, its renewer (restarted in the forked child) keeps the lease.

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "active_job_support"
+require "support/active_job_support"
 
 # holds_lease limit: N on SQLite and (ActiveJobLimitPostgreSQLTest) PostgreSQL: up to N performs of one key hold it
 # at once, each in a slot of its own with its own token, renewals and fence; the next one is a conflict.

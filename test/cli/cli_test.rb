@@ -15,7 +15,7 @@ class CLITest < Minitest::Test
   COMMAND = if INSTALLED
               [RbConfig.ruby, File.join(Gem::Specification.find_by_name("lease_machines").bin_dir, "lease_machines")]
             else
-              [RbConfig.ruby, "-I", File.expand_path("../lib", __dir__), File.expand_path("../exe/lease_machines", __dir__)]
+              [RbConfig.ruby, "-I", File.expand_path("../../lib", __dir__), File.expand_path("../../exe/lease_machines", __dir__)]
             end
 
   def setup
@@ -220,7 +220,7 @@ class CLITest < Minitest::Test
   # the checkout's or the installed gem's), from the checkout's root, with the exit status its comment ends with
   # ("... exit status 1"; 0 otherwise), as script/readme-check runs them in a fresh clone.
   def test_the_readme_command_examples_run
-    root = File.expand_path("..", __dir__)
+    root = File.expand_path("../..", __dir__)
     examples = File.read(File.join(root, "README.md")).scan(%r{^bin/(lease_machines [^#\n]*?)\s+# (.*)$})
     assert_operator examples.size, :>=, 5
     examples.each do |command, comment|

@@ -1,4 +1,5 @@
 # frozen_string_literal: true
+# gc_stress: the extension's objects
 
 require "test_helper"
 require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3

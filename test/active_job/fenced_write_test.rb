@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "active_job_support"
+require "support/active_job_support"
 
 # lease.fenced on ActiveRecord's own connection, SQLite's and (ActiveJobFencedWritePostgreSQLTest) PostgreSQL's: the
 # fence raised as the transaction's first statement, through the store's rule; a stale token rolls the whole

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "active_job_support"
+require "support/active_job_support"
 
 # holds_lease's arguments and the configuration: malformed input raises ArgumentError or TypeError saying what was
 # wrong, when the class is defined, not when a job runs.

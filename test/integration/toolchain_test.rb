@@ -7,7 +7,7 @@ require "open3"
 # bin/worker-seven, bin/lease_machines, bin/setup) applies before it loads the gem: missing or older than any file
 # it is built from means stale. And which Ruby the binstubs run.
 class ToolchainTest < Minitest::Test
-  TOOLCHAIN = File.expand_path("../script/toolchain.sh", __dir__)
+  TOOLCHAIN = File.expand_path("../../script/toolchain.sh", __dir__)
   SOURCES = %w[Cargo.toml Cargo.lock Gemfile.lock core/Cargo.toml core/src/lib.rs sim/Cargo.toml sim/src/lib.rs
                ffi/Cargo.toml ffi/src/lib.rs ext/lease_machines_native/extconf.rb rakelib/compile.rake].freeze
 

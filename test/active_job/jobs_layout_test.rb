@@ -5,7 +5,7 @@ require "test_helper"
 # The job layer's files, one constant each, named after it: lib/lease_machines/jobs/store_pool.rb defines
 # LeaseMachines::Jobs::StorePool and nothing else at that level, and no constant of the gem shadows Rails' own.
 class JobsLayoutTest < Minitest::Test
-  LIB = File.expand_path("../lib/lease_machines", __dir__)
+  LIB = File.expand_path("../../lib/lease_machines", __dir__)
 
   def camelized(path) = File.basename(path, ".rb").split("_").map(&:capitalize).join
 

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "active_job_support"
+require "support/active_job_support"
 
 # holds_lease limit: N with real worker processes: forked children perform the job with the background renewer on
 # the monotonic clock, and the store decides on its own clock (the SQLite file's host, the PostgreSQL server's).

@@ -4,8 +4,8 @@ require "test_helper"
 require "json"
 require "securerandom"
 require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
-require_relative "../examples/support/fault_history"
-require_relative "../examples/support/hosts"
+require_relative "../../examples/support/fault_history"
+require_relative "../../examples/support/hosts"
 
 # A Jepsen-style fault soak of the PostgreSQL store (examples/support/fault_history.rb). Worker processes loop over
 # three resources on stores of their own (acquire or reacquire, fenced writes into the application's table, renew,
@@ -23,12 +23,12 @@ class StorePostgreSQLFaultsTest < Minitest::Test
   RESOURCES = %w[ledger invoices reports].freeze
   WORKERS = 4
   SECONDS = Float(ENV.fetch("LEASE_MACHINES_SOAK_SECONDS", "20"))
-  RUBY = File.expand_path("../bin/ruby", __dir__)
+  RUBY = File.expand_path("../../bin/ruby", __dir__)
 
   def test_kills_server_crashes_and_a_cut_off_host_never_break_the_leases_or_the_fence
     @cluster = require_postgres!
     plain_suite_only!("forks and spawns workers")
-    @dir = File.expand_path("../tmp/postgres-faults-#{Process.pid}", __dir__)
+    @dir = File.expand_path("../../tmp/postgres-faults-#{Process.pid}", __dir__)
     FileUtils.rm_rf(@dir)
     @history_dir = File.join(@dir, "history")
     @control = File.join(@dir, "control")
@@ -188,7 +188,7 @@ class StorePostgreSQLFaultsTest < Minitest::Test
 
   def spawn_on_host(config)
     log = File.join(@history_dir, "#{config[:process]}.log")
-    code = "require #{File.expand_path("../examples/support/fault_history", __dir__).dump}; " \
+    code = "require #{File.expand_path("../../examples/support/fault_history", __dir__).dump}; " \
            "FaultHistory::LeaseWorker.from_env.run"
     @hosts[0].spawn({ "FAULT_WORKER" => JSON.generate(config) }, RUBY, "-e", code, out: log, err: log)
   end

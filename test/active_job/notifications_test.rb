@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "active_job_support"
+require "support/active_job_support"
 require "stringio"
 
 # Every lease_machines event carries job, resource, owner, token and slot; the LogSubscriber writes them to ActiveJob's

@@ -20,7 +20,7 @@ class AuditTest < Minitest::Test
 
   # examples/events.json, the log the README's `bin/lease_machines audit` line checks, is core/FORMAT.md's example.
   def test_the_example_event_log_is_the_format_documents_and_valid
-    root = File.expand_path("..", __dir__)
+    root = File.expand_path("../..", __dir__)
     example = File.read(File.join(root, "examples", "events.json"))
     assert_equal File.read(File.join(root, "core", "FORMAT.md"))[/^\{"format":1,"events":.*\n/], example
     events = LeaseMachines.events_from_json(example)
