@@ -2,6 +2,7 @@
 //!
 //! Each benchmark drives one authority through a steady state in which every iteration gets the named decision, so
 //! the figure is the cost of that decision alone (no setup in the timed loop unless the name says so).
+#![allow(clippy::expect_used, clippy::panic, reason = "a benchmark that fails its set-up or check stops")]
 
 use std::hint::black_box;
 use std::time::Duration;

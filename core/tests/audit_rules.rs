@@ -1,5 +1,6 @@
 //! The auditor, tested on real logs: each test takes a table's own (valid) event log, corrupts it in one way, and
 //! expects exactly the finding for that corruption.
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 #![cfg(feature = "alloc")]
 
 use core::time::Duration;

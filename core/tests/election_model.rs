@@ -1,3 +1,4 @@
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 #![cfg(feature = "alloc")]
 //! Property tests of leader election against a small reference model written with sets and maps.
 //!

@@ -1,3 +1,4 @@
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 #![cfg(feature = "alloc")]
 //! The leader-election rules, one test each, named after the rule.
 

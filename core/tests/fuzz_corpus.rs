@@ -1,6 +1,7 @@
 //! Replays the fuzz corpus (`fuzz/corpus/json_decoders`, kept in the repository) through every JSON reader on each
 //! `cargo test`: no input may panic, and whatever a reader accepts must round-trip. The fuzzer itself runs with
 //! `cargo fuzz run json_decoders` (see `fuzz/README.md`).
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 #![cfg(feature = "serde")]
 
 use std::fs;

@@ -1,4 +1,5 @@
 //! The holder's rules, one test each.
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 
 use core::time::Duration;
 

@@ -1,5 +1,6 @@
 //! Stable JSON, format 1: the documented examples read and write back byte for byte, every document round-trips,
 //! and bad input is refused with an error that says what is wrong.
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 #![cfg(feature = "serde")]
 
 use core::time::Duration;

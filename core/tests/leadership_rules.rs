@@ -1,5 +1,6 @@
 //! `LeaseTable::acquire_leadership`: leadership leases granted on the strength of a quorum certificate, one rule per
 //! test.
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 #![cfg(feature = "alloc")]
 
 use core::time::Duration;

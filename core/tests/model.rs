@@ -3,6 +3,7 @@
 //!
 //! Scale with the environment: `PROPTEST_CASES` (proptest's own, default 256) sequences per test, each of up to
 //! `LEASE_MACHINES_MODEL_STEPS` (default 64) steps. CI runs `PROPTEST_CASES=4000`: over 100,000 steps per test.
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 
 use core::time::Duration;
 

@@ -2,6 +2,7 @@
 //! every request decides as one long-lived authority does, with a transfer as a release and a grant in one change.
 //!
 //! `PROPTEST_CASES` (proptest's own, default 256) sets the sequences per property.
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 
 use core::time::Duration;
 

@@ -5,6 +5,7 @@
 //! one row deciding as that row does.
 //!
 //! `PROPTEST_CASES` (proptest's own, default 256) sets the sequences per property.
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 
 use core::time::Duration;
 

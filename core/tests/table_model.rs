@@ -4,6 +4,7 @@
 //! state and metrics must equal the model's; at the end the auditor must find nothing in the table's whole event log.
 //!
 //! `PROPTEST_CASES` sequences (CI: 4000), each of up to 64 steps.
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 #![cfg(feature = "alloc")]
 
 use std::collections::BTreeMap;

@@ -2,6 +2,7 @@
 //! test against a small model of "only the live lease's token writes".
 //!
 //! `PROPTEST_CASES` (proptest's own, default 256) sets the sequences per property.
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 
 use core::time::Duration;
 

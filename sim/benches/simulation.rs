@@ -3,6 +3,7 @@
 //! `failover_preset` is moonleasekit's benchmark (50,000 failovers, every old writer refused, the whole event log
 //! audited); the contention run is `SimulationConfig::default()` (10,000 cycles, 4 workers, 2 resources). Each
 //! iteration is one whole run, checked to be safe.
+#![allow(clippy::expect_used, clippy::panic, reason = "a benchmark that fails its set-up or check stops")]
 
 use std::hint::black_box;
 use std::time::Duration;

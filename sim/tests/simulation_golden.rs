@@ -2,6 +2,7 @@
 //! count and the JSON document. The runs cover both scenarios, one and several resources, both clock policies, the
 //! fence disabled, frequent restores, the shortest TTL, a TTL that is no whole number of microseconds, and 1,024
 //! workers on 1,024 resources. A change that alters any of them alters what every earlier run reported.
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 #![cfg(feature = "serde")]
 
 use lease_machines::json::Json;

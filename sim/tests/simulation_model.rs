@@ -3,6 +3,7 @@
 //! the fence would have refused, and there are some wherever failovers happen.
 //!
 //! `PROPTEST_CASES` configurations per property (default 256), each of at most 400 cycles.
+#![cfg(test)]
 
 use core::time::Duration;
 

@@ -1,5 +1,6 @@
 //! The failover simulation: moonleasekit's failover preset, determinism, refused configurations, restores and clock
 //! steps that change nothing about safety, and a disabled fence that the oracle catches.
+#![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 
 use core::time::Duration;
 use std::time::Instant;
