@@ -7,7 +7,7 @@ use core::time::Duration;
 
 use lease_machines::{OwnerId, TableDecision};
 
-use crate::run::Stage;
+use crate::stage::Stage;
 use crate::workers::{Tenure, Worker};
 
 /// Probabilities, in 1024ths, of a holder's actions on its turn (cumulative thresholds), and of an idle worker's.

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use lease_machines::{OwnerId, TableDecision};
 
-use crate::run::Stage;
+use crate::stage::Stage;
 use crate::workers::Tenure;
 
 /// Who holds a resource: a worker (`0..workers`, owner `worker + 1`) and its tenure.

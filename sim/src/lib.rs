@@ -36,6 +36,7 @@ mod report;
 mod contention;
 mod failover;
 mod run;
+mod stage;
 mod workers;
 mod world;
 // What checks a run: the storage's fence and the oracle, the audit ledger and its digest.
