@@ -3,20 +3,10 @@
 #![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 #![cfg(feature = "alloc")]
 
-use core::time::Duration;
+use lease_machines::{audit, Event, EventKind, Finding, FindingCode, LeaseTable, TableDecision};
 
-use lease_machines::{audit, Event, EventKind, FencingToken, Finding, FindingCode, LeaseTable, OwnerId, TableDecision};
-
-const A: OwnerId = OwnerId::new(1);
-const B: OwnerId = OwnerId::new(2);
-
-fn s(secs: u64) -> Duration {
-    Duration::from_secs(secs)
-}
-
-fn token(value: u64) -> FencingToken {
-    FencingToken::new(value).expect("non-zero")
-}
+mod support;
+use support::{s, token, A, B};
 
 /// A real history on two resources: acquire, renew, reacquire, transfer, release, expiry and reap, acquire again.
 /// Indexes: 0 jobs acquired (A, t1, 0..5), 1 mail acquired (B, t1), 2 jobs renewed (to 7), 3 jobs reacquired (A, t2),

@@ -3,18 +3,10 @@
 
 use core::time::Duration;
 
-use lease_machines::{Checkpoint, ClockPolicy, Decision, FencingToken, Lease, LeaseAuthority, OwnerId, Rejection};
+use lease_machines::{Checkpoint, ClockPolicy, Decision, FencingToken, Lease, LeaseAuthority, Rejection};
 
-const A: OwnerId = OwnerId::new(1);
-const B: OwnerId = OwnerId::new(2);
-
-fn s(secs: u64) -> Duration {
-    Duration::from_secs(secs)
-}
-
-fn token(value: u64) -> FencingToken {
-    FencingToken::new(value).expect("test tokens are non-zero")
-}
+mod support;
+use support::{s, token, A, B};
 
 fn granted(decision: Decision) -> Lease {
     match decision {

@@ -1,11 +1,10 @@
 //! The fence's rules, one test each.
 #![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 
-use lease_machines::{Fence, FencingToken};
+use lease_machines::Fence;
 
-fn token(value: u64) -> FencingToken {
-    FencingToken::new(value).expect("test tokens are non-zero")
-}
+mod support;
+use support::token;
 
 #[test]
 fn a_new_fence_accepts_any_first_token() {

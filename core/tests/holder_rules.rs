@@ -3,15 +3,10 @@
 
 use core::time::Duration;
 
-use lease_machines::{Cadence, FencingToken, Holder, HolderState};
+use lease_machines::{Cadence, Holder, HolderState};
 
-fn s(secs: u64) -> Duration {
-    Duration::from_secs(secs)
-}
-
-fn token(value: u64) -> FencingToken {
-    FencingToken::new(value).expect("test tokens are non-zero")
-}
+mod support;
+use support::{s, token};
 
 /// 30 s leases, renewed every 10 s, at risk 5 s before the end.
 fn cadence() -> Cadence {

@@ -12,11 +12,10 @@ use lease_machines::{
 };
 use proptest::prelude::*;
 
-const SPEC: &str = include_str!("../FORMAT.md");
+mod support;
+use support::s;
 
-fn s(secs: u64) -> Duration {
-    Duration::from_secs(secs)
-}
+const SPEC: &str = include_str!("../FORMAT.md");
 
 /// The JSON example under the heading that mentions `title`.
 fn example(title: &str) -> &'static str {

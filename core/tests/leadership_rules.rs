@@ -10,14 +10,10 @@ use lease_machines::{
     TableLease,
 };
 
-const A: OwnerId = OwnerId::new(1);
-const B: OwnerId = OwnerId::new(2);
-const C: OwnerId = OwnerId::new(3);
-const MEMBERS: [OwnerId; 3] = [A, B, C];
+mod support;
+use support::{s, A, B, C};
 
-fn s(secs: u64) -> Duration {
-    Duration::from_secs(secs)
-}
+const MEMBERS: [OwnerId; 3] = [A, B, C];
 
 /// The certificate of `term` in which `voters` all voted for `leader`.
 fn elected(leader: OwnerId, voters: &[OwnerId], term: u64) -> QuorumCertificate<OwnerId> {

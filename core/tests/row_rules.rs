@@ -12,17 +12,10 @@ use lease_machines::{
 };
 use proptest::prelude::*;
 
-const A: OwnerId = OwnerId::new(1);
-const B: OwnerId = OwnerId::new(2);
+mod support;
+use support::{s, token, A, B};
+
 const CLAMP: ClockPolicy = ClockPolicy::Clamp;
-
-fn s(secs: u64) -> Duration {
-    Duration::from_secs(secs)
-}
-
-fn token(value: u64) -> FencingToken {
-    FencingToken::new(value).expect("test tokens are non-zero")
-}
 
 /// The row written back, which the test expects to exist.
 fn written(row: &LeaseRow, request: Request, now: Duration) -> (Decision, LeaseRow) {

@@ -10,21 +10,16 @@
 use core::time::Duration;
 
 use lease_machines::{
-    Checkpoint, ClockPolicy, Decision, Fence, FencingToken, Lease, LeaseRow, Limit, OwnerId, Rejection, Request,
-    Semaphore, SlotDecision, SlotRequest, WriteCheck, MAX_LIMIT,
+    Checkpoint, ClockPolicy, Decision, Fence, Lease, LeaseRow, Limit, OwnerId, Rejection, Request, Semaphore,
+    SlotDecision, SlotRequest, WriteCheck, MAX_LIMIT,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
+mod support;
+use support::{s, token};
+
 const CLAMP: ClockPolicy = ClockPolicy::Clamp;
-
-fn s(secs: u64) -> Duration {
-    Duration::from_secs(secs)
-}
-
-fn token(value: u64) -> FencingToken {
-    FencingToken::new(value).expect("test tokens are non-zero")
-}
 
 fn owner(value: u64) -> OwnerId {
     OwnerId::new(value)

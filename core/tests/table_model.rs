@@ -18,6 +18,9 @@ use lease_machines::{
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
+mod support;
+use support::token;
+
 const RESOURCES: [&str; 3] = ["alpha", "beta", "gamma"];
 
 fn config() -> ProptestConfig {
@@ -25,10 +28,6 @@ fn config() -> ProptestConfig {
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct("proptest-regressions/table_model.txt"))),
         ..ProptestConfig::default()
     }
-}
-
-fn token(value: u64) -> FencingToken {
-    FencingToken::new(value).expect("model tokens are non-zero")
 }
 
 fn ns(nanos: u128) -> Duration {

@@ -10,17 +10,8 @@ use lease_machines::{
     TableDecision, TableLease, TimedCommand,
 };
 
-const A: OwnerId = OwnerId::new(1);
-const B: OwnerId = OwnerId::new(2);
-const C: OwnerId = OwnerId::new(3);
-
-fn s(secs: u64) -> Duration {
-    Duration::from_secs(secs)
-}
-
-fn token(value: u64) -> FencingToken {
-    FencingToken::new(value).expect("test tokens are non-zero")
-}
+mod support;
+use support::{s, token, A, B, C};
 
 fn r(name: &str) -> String {
     name.to_owned()

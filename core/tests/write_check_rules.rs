@@ -6,21 +6,11 @@
 
 use core::time::Duration;
 
-use lease_machines::{
-    Checkpoint, Decision, Fence, FencingToken, Lease, LeaseAuthority, OwnerId, Rejection, WriteCheck,
-};
+use lease_machines::{Checkpoint, Decision, Fence, Lease, LeaseAuthority, OwnerId, Rejection, WriteCheck};
 use proptest::prelude::*;
 
-const A: OwnerId = OwnerId::new(1);
-const B: OwnerId = OwnerId::new(2);
-
-fn s(secs: u64) -> Duration {
-    Duration::from_secs(secs)
-}
-
-fn token(value: u64) -> FencingToken {
-    FencingToken::new(value).expect("test tokens are non-zero")
-}
+mod support;
+use support::{s, token, A, B};
 
 fn granted(decision: Decision) -> Lease {
     match decision {
