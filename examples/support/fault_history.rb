@@ -415,7 +415,8 @@ module FaultHistory
   #
   # With +control+ (a directory), the worker is the one the nemesis cuts off: once the file +cut-request+ appears
   # there and it holds a lease, it renews it, notes it (+stubborn+), writes +ready+ (JSON: the lease) and waits for
-  # +cut+; from then on it tries to write with that token every 0.1 s, forever.
+  # +cut+; from then on it tries to write with that token every 0.1 s, forever. While a cut is requested its leases
+  # have a TTL of CUT_TTL, so that a loaded machine's pauses do not let each one expire before it is renewed.
   class LeaseWorker
     INSERT = "INSERT INTO writes (resource, token, worker, seq) VALUES ($1, $2, $3, $4) RETURNING id"
     # What a write's table looks like (the id orders its commits, +at+ is the server's clock at the insert).
@@ -427,6 +428,8 @@ module FaultHistory
     SQL
     # The owner a transfer hands the lease to: nobody (no worker's owner id), so it expires.
     NOBODY = 0
+    # The TTL (seconds) of the leases a worker takes while a cut is requested of it.
+    CUT_TTL = 2.0
     # How a worker's history records an exception: info when the store says a commit's outcome is unknown, else
     # fail (with a refused write's reason).
     CLASSIFY = lambda do |error|
@@ -475,7 +478,7 @@ module FaultHistory
     def step
       return take_lease if @held.nil?
       # Asked to be cut off: renewed first, so that the lease's expiry is the one it notes.
-      return (go_stubborn if renew) if @control && File.exist?(File.join(@control, "cut-request"))
+      return (go_stubborn if renew) if cut_requested?
 
       @random.rand(1..3).times { break unless write && @held }
       return if @held.nil?
@@ -491,7 +494,7 @@ module FaultHistory
     def take_lease
       resource = @resources.sample(random: @random)
       kind = @random.rand < 0.25 ? :reacquire : :acquire
-      ttl = @random.rand(@ttl).round(3)
+      ttl = cut_requested? ? CUT_TTL : @random.rand(@ttl).round(3)
       decision = recorded(kind, resource: resource, ttl: ttl) do
         @store.public_send(kind, resource: resource, owner: @owner, ttl: ttl)
       end
@@ -571,6 +574,8 @@ module FaultHistory
     end
 
     def pause(range) = sleep(@random.rand(range))
+
+    def cut_requested? = @control && File.exist?(File.join(@control, "cut-request"))
 
     # Renewed, holding the lease the nemesis will cut it off with: notes it, says so, and waits for the cut.
     def go_stubborn
