@@ -5,8 +5,9 @@ use std::cell::RefCell;
 use lease_machines::{Checkpoint, ClockPolicy, Decision, FencingToken, Lease, LeaseAuthority};
 use magnus::{prelude::*, typed_data::Obj, Error, RModule, Ruby, StaticSymbol, Value};
 
-use crate::convert::{borrowed, instant, never_current, on_grid, owner_arg, seconds_arg, token_arg, Borrowed};
+use crate::convert::{instant, never_current, on_grid, owner_arg, seconds_arg, token_arg};
 use crate::data::{self, LEASE};
+use crate::helpers::{borrowed, Borrowed};
 use crate::symbols::{Status, SymbolEnum};
 use crate::values;
 
@@ -143,9 +144,9 @@ fn deadline_on_grid(authority: &mut LeaseAuthority, lease: Lease) -> Lease {
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let (class, singleton) = crate::wrapped_class(ruby, module, "Authority")?;
-    crate::constructor!(singleton, "_new", RbAuthority::new, 1, clock_policy)?;
-    crate::constructor!(singleton, "_restore", RbAuthority::restore, 2, checkpoint, clock_policy)?;
+    let (class, singleton) = crate::helpers::wrapped_class(ruby, module, "Authority")?;
+    crate::helpers::constructor!(singleton, "_new", RbAuthority::new, 1, clock_policy)?;
+    crate::helpers::constructor!(singleton, "_restore", RbAuthority::restore, 2, checkpoint, clock_policy)?;
     class.define_private_method("_acquire", magnus::method!(RbAuthority::acquire, 3))?;
     class.define_private_method("_reacquire", magnus::method!(RbAuthority::reacquire, 3))?;
     class.define_private_method("_renew", magnus::method!(RbAuthority::renew, 4))?;

@@ -24,55 +24,12 @@
 //! [`seconds`], the nearest Float. `2**64` seconds, the Float nearest `Duration::MAX`, stands for `Duration::MAX`.
 
 use core::time::Duration;
-use std::cell::{Ref, RefCell, RefMut};
 
 use lease_machines::{check_resource_name, FencingToken, OwnerId};
 use magnus::encoding::{EncodingCapable, RbEncoding};
 use magnus::{value::ReprValue, Error, Float, Integer, RArray, RString, Ruby, TryConvert, Value};
 
-use crate::data::{DataClass, Members};
-
-/// How many characters of a value's `inspect` an error message shows; a longer one ends in `...`.
-const SHOWN_CHARS: usize = 64;
-
-/// A value as an error message shows it: its `inspect`, at most [`SHOWN_CHARS`] characters (a longer one cut and
-/// ended with `...`), so that a huge String or Array cannot flood the message; its class name when `inspect`
-/// raises, returns something other than a String, or is missing (a `BasicObject`). A Bignum too large to print
-/// quickly is described by its size. The one such helper: the Ruby layer calls it as `LeaseMachines._shown`.
-pub fn shown(value: Value) -> String {
-    if let Some(integer) = Integer::from_value(value) {
-        // A huge Bignum's decimal form is slow to build: describe it by its size instead.
-        if let Ok(bits) = integer.funcall::<_, _, u64>("bit_length", ()) {
-            if bits > 1024 {
-                return format!("an Integer of {bits} bits");
-            }
-        }
-    }
-    let Some(inspected) = value.funcall::<_, _, Value>("inspect", ()).ok().and_then(RString::from_value) else {
-        return class_name(value);
-    };
-    let ruby = Ruby::get_with(inspected);
-    // SAFETY: the text is copied into an owned String before any other Ruby call.
-    let text = unsafe { inspected.conv_enc(ruby.utf8_encoding()).unwrap_or(inspected).to_string_lossy().into_owned() };
-    if text.chars().count() > SHOWN_CHARS {
-        let head: String = text.chars().take(SHOWN_CHARS - 3).collect();
-        format!("{head}...")
-    } else {
-        text
-    }
-}
-
-fn class_name(value: Value) -> String {
-    // SAFETY: the name is copied into an owned String before any other Ruby call.
-    unsafe { value.classname() }.into_owned()
-}
-
-fn type_error(ruby: &Ruby, name: &str, expected: &str, value: Value) -> Error {
-    Error::new(
-        ruby.exception_type_error(),
-        format!("{name} must be {expected}, got {} {}", class_name(value), shown(value)),
-    )
-}
+use crate::helpers::{shown, type_error};
 
 /// An Integer in `0..2**64-1`.
 pub fn u64_arg(ruby: &Ruby, name: &str, value: Value) -> Result<u64, Error> {
@@ -189,73 +146,6 @@ pub fn frozen(ruby: &Ruby, text: &str) -> RString {
     string
 }
 
-/// `value` as a `record`, else a `TypeError`: "checkpoint must be a LeaseMachines::Checkpoint, got nil".
-pub fn record_arg<M: Members>(ruby: &Ruby, name: &str, record: &DataClass<M>, value: Value) -> Result<M, Error> {
-    record.read(ruby, value)?.ok_or_else(|| {
-        Error::new(ruby.exception_type_error(), format!("{name} must be a {}, got {}", record.name(), shown(value)))
-    })
-}
-
-/// `nil` or `value` as a `record`, else a `TypeError`: "lease must be a LeaseMachines::Lease or nil, got {}".
-pub fn optional_record_arg<M: Members>(
-    ruby: &Ruby,
-    name: &str,
-    record: &DataClass<M>,
-    value: Value,
-) -> Result<Option<M>, Error> {
-    optional(value, |value| {
-        record.read(ruby, value)?.ok_or_else(|| {
-            Error::new(
-                ruby.exception_type_error(),
-                format!("{name} must be a {} or nil, got {}", record.name(), shown(value)),
-            )
-        })
-    })
-}
-
-/// `value` as a `record`, else a `TypeError` naming the class it got: "write must be a
-/// LeaseMachines::FencedWrite, got Array".
-pub fn record_of_class<M: Members>(ruby: &Ruby, name: &str, record: &DataClass<M>, value: Value) -> Result<M, Error> {
-    record.read(ruby, value)?.ok_or_else(|| {
-        Error::new(
-            ruby.exception_type_error(),
-            format!("{name} must be a {}, got {}", record.name(), class_name(value)),
-        )
-    })
-}
-
-/// Each element of the Array `value` as a `record`, turned into Rust data by `convert` as soon as it is read (the
-/// `Value`s it holds are never kept). A `TypeError` naming the class it got for anything else: "events must be an
-/// Array of LeaseMachines::Event, got NilClass", "events must hold LeaseMachines::Event, got Hash".
-pub fn records_arg<M: Members, T>(
-    ruby: &Ruby,
-    name: &str,
-    record: &DataClass<M>,
-    value: Value,
-    mut convert: impl FnMut(M) -> Result<T, Error>,
-) -> Result<Vec<T>, Error> {
-    let Some(list) = RArray::from_value(value) else {
-        return Err(Error::new(
-            ruby.exception_type_error(),
-            format!("{name} must be an Array of {}, got {}", record.name(), class_name(value)),
-        ));
-    };
-    let mut converted = Vec::with_capacity(list.len());
-    let mut index = 0;
-    while index < list.len() {
-        let element: Value = list.entry(index as isize)?;
-        let members = record.read(ruby, element)?.ok_or_else(|| {
-            Error::new(
-                ruby.exception_type_error(),
-                format!("{name} must hold {}, got {}", record.name(), class_name(element)),
-            )
-        })?;
-        converted.push(convert(members)?);
-        index += 1;
-    }
-    Ok(converted)
-}
-
 /// `2**64`, the Float nearest `Duration::MAX` (`2**64 - 1` seconds and 999,999,999 nanoseconds).
 const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
 
@@ -330,38 +220,3 @@ pub fn array_arg(ruby: &Ruby, name: &str, value: Value) -> Result<RArray, Error>
         Error::new(ruby.exception_type_error(), format!("{name} must be an Array, got {}", shown(value)))
     })
 }
-
-/// The state behind a mutable Ruby object (`Authority`, `Table`, `FenceGuard`), borrowed; a re-entrant call (from
-/// a callback inside a conversion) is a `RuntimeError` ("LeaseMachines::Table is busy"), never a panic.
-pub trait Borrowed {
-    type State;
-    /// The Ruby class name, for the message.
-    const CLASS: &'static str;
-    fn cell(&self) -> &RefCell<Self::State>;
-
-    fn busy(ruby: &Ruby) -> Error {
-        Error::new(ruby.exception_runtime_error(), format!("{} is busy", Self::CLASS))
-    }
-
-    fn borrowed(&self, ruby: &Ruby) -> Result<Ref<'_, Self::State>, Error> {
-        self.cell().try_borrow().map_err(|_| Self::busy(ruby))
-    }
-
-    fn borrowed_mut(&self, ruby: &Ruby) -> Result<RefMut<'_, Self::State>, Error> {
-        self.cell().try_borrow_mut().map_err(|_| Self::busy(ruby))
-    }
-}
-
-/// Implements [`Borrowed`] for a wrapped type whose only field is the `RefCell` of its state.
-macro_rules! borrowed {
-    ($type:ty, $state:ty, $class:literal) => {
-        impl $crate::convert::Borrowed for $type {
-            type State = $state;
-            const CLASS: &'static str = $class;
-            fn cell(&self) -> &std::cell::RefCell<$state> {
-                &self.0
-            }
-        }
-    };
-}
-pub(crate) use borrowed;

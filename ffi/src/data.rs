@@ -18,12 +18,14 @@
 //!   ever read by a number written in the code.
 //!
 //! A struct of `Value`s lives on the stack, where the garbage collector sees it, and is never kept: a record read
-//! is turned into Rust data at once (see `convert::records_arg`).
+//! is turned into Rust data at once (see [`records_arg`]).
 
 use std::sync::OnceLock;
 
 use lease_machines::Rejection;
 
+use crate::convert::optional;
+use crate::helpers::{class_name, shown};
 use crate::symbols::{Status, SymbolEnum};
 use magnus::rb_sys::{protect, AsRawValue, FromRawValue};
 use magnus::{prelude::*, value::Opaque, Error, RArray, RClass, RModule, RStruct, Ruby, Symbol, Value};
@@ -357,4 +359,71 @@ records! {
         pauses, clock_steps_back, clock_rejections, restores, writes_accepted, stale_writes_rejected,
         late_writes_accepted, final_token, events, audit_valid, audit_findings, violations, event_digest
     }
+}
+
+/// `value` as a `record`, else a `TypeError`: "checkpoint must be a LeaseMachines::Checkpoint, got nil".
+pub fn record_arg<M: Members>(ruby: &Ruby, name: &str, record: &DataClass<M>, value: Value) -> Result<M, Error> {
+    record.read(ruby, value)?.ok_or_else(|| {
+        Error::new(ruby.exception_type_error(), format!("{name} must be a {}, got {}", record.name(), shown(value)))
+    })
+}
+
+/// `nil` or `value` as a `record`, else a `TypeError`: "lease must be a LeaseMachines::Lease or nil, got {}".
+pub fn optional_record_arg<M: Members>(
+    ruby: &Ruby,
+    name: &str,
+    record: &DataClass<M>,
+    value: Value,
+) -> Result<Option<M>, Error> {
+    optional(value, |value| {
+        record.read(ruby, value)?.ok_or_else(|| {
+            Error::new(
+                ruby.exception_type_error(),
+                format!("{name} must be a {} or nil, got {}", record.name(), shown(value)),
+            )
+        })
+    })
+}
+
+/// `value` as a `record`, else a `TypeError` naming the class it got: "write must be a
+/// LeaseMachines::FencedWrite, got Array".
+pub fn record_of_class<M: Members>(ruby: &Ruby, name: &str, record: &DataClass<M>, value: Value) -> Result<M, Error> {
+    record.read(ruby, value)?.ok_or_else(|| {
+        Error::new(
+            ruby.exception_type_error(),
+            format!("{name} must be a {}, got {}", record.name(), class_name(value)),
+        )
+    })
+}
+
+/// Each element of the Array `value` as a `record`, turned into Rust data by `convert` as soon as it is read (the
+/// `Value`s it holds are never kept). A `TypeError` naming the class it got for anything else: "events must be an
+/// Array of LeaseMachines::Event, got NilClass", "events must hold LeaseMachines::Event, got Hash".
+pub fn records_arg<M: Members, T>(
+    ruby: &Ruby,
+    name: &str,
+    record: &DataClass<M>,
+    value: Value,
+    mut convert: impl FnMut(M) -> Result<T, Error>,
+) -> Result<Vec<T>, Error> {
+    let Some(list) = RArray::from_value(value) else {
+        return Err(Error::new(
+            ruby.exception_type_error(),
+            format!("{name} must be an Array of {}, got {}", record.name(), class_name(value)),
+        ));
+    };
+    let mut converted = Vec::with_capacity(list.len());
+    let mut index = 0;
+    while index < list.len() {
+        let element: Value = list.entry(index as isize)?;
+        let members = record.read(ruby, element)?.ok_or_else(|| {
+            Error::new(
+                ruby.exception_type_error(),
+                format!("{name} must hold {}, got {}", record.name(), class_name(element)),
+            )
+        })?;
+        converted.push(convert(members)?);
+        index += 1;
+    }
+    Ok(converted)
 }

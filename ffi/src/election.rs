@@ -8,9 +8,8 @@ use lease_machines::{
 };
 use magnus::{prelude::*, Error, IntoValue, RModule, Ruby, Value};
 
-use crate::convert::{
-    array_arg, bool_arg, optional, owner_arg, record_arg, record_of_class, records_arg, u64_arg, usize_arg,
-};
+use crate::convert::{array_arg, bool_arg, optional, owner_arg, u64_arg, usize_arg};
+use crate::data::{record_arg, record_of_class, records_arg};
 use crate::data::{
     CandidateMembers, ElectionVoteMembers, EquivocationMembers, QuorumCertificateMembers, CANDIDATE, ELECTION_VOTE,
     EQUIVOCATION, QUORUM_CERTIFICATE,

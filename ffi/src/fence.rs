@@ -36,8 +36,8 @@ impl RbFence {
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let (class, singleton) = crate::wrapped_class(ruby, module, "Fence")?;
-    crate::constructor!(singleton, "_new", RbFence::new, 1, highest)?;
+    let (class, singleton) = crate::helpers::wrapped_class(ruby, module, "Fence")?;
+    crate::helpers::constructor!(singleton, "_new", RbFence::new, 1, highest)?;
     class.define_method("accept", magnus::method!(RbFence::accept, 1))?;
     class.define_method("highest", magnus::method!(RbFence::highest, 0))?;
     class.define_method("inspect", magnus::method!(RbFence::inspect, 0))?;

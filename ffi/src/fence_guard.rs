@@ -7,10 +7,10 @@ use lease_machines::json::Json;
 use lease_machines::{FenceGuard, FenceMark, FencedWrite, FencingToken};
 use magnus::{prelude::*, typed_data::Obj, Error, IntoValue, RModule, RString, Ruby, Value};
 
-use crate::convert::{
-    borrowed, frozen, issued_token_arg, owner_arg, record_of_class, records_arg, resource_arg, token_arg, Borrowed,
-};
+use crate::convert::{frozen, issued_token_arg, owner_arg, resource_arg, token_arg};
+use crate::data::{record_of_class, records_arg};
 use crate::data::{FenceMarkMembers, FENCED_WRITE, FENCE_MARK};
+use crate::helpers::{borrowed, Borrowed};
 use crate::json;
 
 #[magnus::wrap(class = "LeaseMachines::FenceGuard", free_immediately, size)]
@@ -79,9 +79,9 @@ impl RbFenceGuard {
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let (class, singleton) = crate::wrapped_class(ruby, module, "FenceGuard")?;
-    crate::constructor!(singleton, "_new", RbFenceGuard::new, 1, marks)?;
-    crate::constructor!(singleton, "_from_json", RbFenceGuard::from_json, 1, json)?;
+    let (class, singleton) = crate::helpers::wrapped_class(ruby, module, "FenceGuard")?;
+    crate::helpers::constructor!(singleton, "_new", RbFenceGuard::new, 1, marks)?;
+    crate::helpers::constructor!(singleton, "_from_json", RbFenceGuard::from_json, 1, json)?;
     class.define_private_method("_check", magnus::method!(RbFenceGuard::check, 1))?;
     class.define_private_method("_highest", magnus::method!(RbFenceGuard::highest, 1))?;
     class.define_private_method("_marks", magnus::method!(RbFenceGuard::marks, 0))?;

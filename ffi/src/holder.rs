@@ -102,8 +102,8 @@ impl RbHolder {
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let (class, singleton) = crate::wrapped_class(ruby, module, "Holder")?;
-    crate::constructor!(singleton, "_new", RbHolder::new, 3, token, at, cadence)?;
+    let (class, singleton) = crate::helpers::wrapped_class(ruby, module, "Holder")?;
+    crate::helpers::constructor!(singleton, "_new", RbHolder::new, 3, token, at, cadence)?;
     class.define_private_method("_refresh", magnus::method!(RbHolder::refresh, 1))?;
     class.define_private_method("_confirm", magnus::method!(RbHolder::confirm, 2))?;
     class.define_method("expire", magnus::method!(RbHolder::expire, 0))?;

@@ -17,6 +17,7 @@ mod errors;
 mod fence;
 mod fence_guard;
 mod floor;
+mod helpers;
 mod holder;
 mod json;
 mod records;
@@ -27,7 +28,7 @@ mod table;
 mod values;
 
 use lease_machines::Rejection;
-use magnus::{prelude::*, Error, RArray, RClass, RModule, Ruby};
+use magnus::{prelude::*, Error, RArray, RModule, Ruby};
 
 use crate::symbols::{Status, SymbolEnum};
 
@@ -41,7 +42,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let module = ruby.define_module("LeaseMachines")?;
     errors::fetch(ruby, module)?;
     define_lists(ruby, module)?;
-    module.singleton_class()?.define_private_method("_shown", magnus::function!(convert::shown, 1))?;
+    module.singleton_class()?.define_private_method("_shown", magnus::function!(helpers::shown, 1))?;
     module.singleton_class()?.define_private_method("_resource_name", magnus::function!(convert::resource_name, 1))?;
     values::define(ruby)?;
     authority::define(ruby, module)?;
@@ -55,32 +56,6 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     floor::define(ruby, module)?;
     row::define(module)?;
     Ok(())
-}
-
-/// Defines the private class method `$name` (`"_new"`, `"_restore"`, `"_from_json"`) on `$singleton`: `$make` with
-/// the method's `$arity` arguments, its result wrapped as an instance of the receiver, so that a subclass's `new`
-/// makes an instance of the subclass (with its methods), not of the gem's class.
-macro_rules! constructor {
-    ($singleton:expr, $name:literal, $make:path, $arity:tt, $($arg:ident),+) => {
-        $singleton.define_private_method(
-            $name,
-            magnus::method!(
-                |ruby: &magnus::Ruby, class: magnus::RClass, $($arg: magnus::Value),+| {
-                    $make(ruby, $($arg),+).map(|made| ruby.obj_wrap_as(made, class))
-                },
-                $arity
-            ),
-        )
-    };
-}
-pub(crate) use constructor;
-
-/// `LeaseMachines::Name`, the class of a wrapped Rust type, without an allocator (only its private `_new` makes
-/// one), and its singleton class, where its private class methods go.
-pub(crate) fn wrapped_class(ruby: &Ruby, module: RModule, name: &str) -> Result<(RClass, RClass), Error> {
-    let class = module.define_class(name, ruby.class_object())?;
-    class.undef_default_alloc_func();
-    Ok((class, class.singleton_class()?))
 }
 
 /// `LeaseMachines::REASONS` (frozen) and `Decision.statuses`, from the enums' declarations in `symbols`, and

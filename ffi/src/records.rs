@@ -9,13 +9,14 @@ use lease_machines::{
 use magnus::{prelude::*, Error, IntoValue, RHash, RModule, RString, Ruby, Value};
 
 use crate::convert::{
-    frozen, instant, issued_token_arg, optional, owner_arg, record_arg, records_arg, resource_arg, seconds,
-    seconds_arg, shown, u64_arg,
+    frozen, instant, issued_token_arg, optional, owner_arg, resource_arg, seconds, seconds_arg, u64_arg,
 };
+use crate::data::{record_arg, records_arg};
 use crate::data::{
     AuditReportMembers, EventMembers, FencedWriteMembers, FindingMembers, MetricsMembers, TableLeaseMembers,
     AUDIT_REPORT, EVENT, FENCED_WRITE, FINDING, METRICS, TABLE_LEASE,
 };
+use crate::helpers::shown;
 use crate::json;
 use crate::symbols::SymbolEnum;
 use crate::values;

@@ -16,10 +16,9 @@ use lease_machines::{
 };
 use magnus::{prelude::*, Error, ExceptionClass, Integer, IntoValue, RArray, RModule, Ruby, Symbol, Value};
 
-use crate::convert::{
-    instant, never_current, on_grid, optional_token_arg, owner_arg, seconds_arg, shown, token_arg, u64_arg,
-};
+use crate::convert::{instant, never_current, on_grid, optional_token_arg, owner_arg, seconds_arg, token_arg, u64_arg};
 use crate::data::{self, LEASE};
+use crate::helpers::shown;
 use crate::symbols::{Status, SymbolEnum, WriteVerdict};
 use crate::values;
 

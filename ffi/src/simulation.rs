@@ -13,8 +13,10 @@ use lease_machines::json::Json;
 use lease_machines_sim::{Simulation, SimulationConfig, SimulationReport};
 use magnus::{prelude::*, typed_data::Obj, Error, IntoValue, RModule, Ruby, Value};
 
-use crate::convert::{bool_arg, borrowed, record_arg, seconds, seconds_arg, u64_arg, Borrowed};
+use crate::convert::{bool_arg, seconds, seconds_arg, u64_arg};
+use crate::data::record_arg;
 use crate::data::{SimulationConfigMembers, SimulationReportMembers, SIMULATION_CONFIG, SIMULATION_REPORT};
+use crate::helpers::{borrowed, Borrowed};
 use crate::json::read;
 use crate::symbols::SymbolEnum;
 
@@ -219,8 +221,8 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     report.define_private_method("_to_json", magnus::method!(report_to_json, 0))?;
     report.singleton_class()?.define_private_method("_from_json", magnus::function!(report_from_json, 1))?;
 
-    let (class, singleton) = crate::wrapped_class(ruby, module, "Simulation")?;
-    crate::constructor!(singleton, "_new", RbSimulation::new, 1, config)?;
+    let (class, singleton) = crate::helpers::wrapped_class(ruby, module, "Simulation")?;
+    crate::helpers::constructor!(singleton, "_new", RbSimulation::new, 1, config)?;
     class.define_private_method("_finished", magnus::method!(RbSimulation::finished, 0))?;
     class.define_private_method("_step", magnus::method!(RbSimulation::step, 1))?;
     class.define_private_method("_cycles_run", magnus::method!(RbSimulation::cycles_run, 0))?;

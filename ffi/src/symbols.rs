@@ -13,7 +13,7 @@ use lease_machines_sim::{FenceMode, Scenario};
 use magnus::value::{Id, IntoId, LazyId, OpaqueId};
 use magnus::{Error, RArray, Ruby, StaticSymbol, Symbol, Value};
 
-use crate::convert::shown;
+use crate::helpers::shown;
 
 /// An enum whose variants are Ruby Symbols. Implemented by [`symbols!`], never by hand.
 pub trait SymbolEnum: Copy + PartialEq + 'static {

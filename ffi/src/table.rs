@@ -14,10 +14,10 @@ use lease_machines::{
 use magnus::{prelude::*, typed_data::Obj, Error, IntoValue, RArray, RHash, RModule, RString, Ruby, Value};
 
 use crate::convert::{
-    borrowed, instant, never_current, on_grid, optional, owner_arg, resource_arg, seconds_arg, token_arg, u64_arg,
-    usize_arg, Borrowed,
+    instant, never_current, on_grid, optional, owner_arg, resource_arg, seconds_arg, token_arg, u64_arg, usize_arg,
 };
 use crate::data::{self, BatchMembers, ReapingMembers, BATCH, DECISION, REAPING, TABLE_LEASE};
+use crate::helpers::{borrowed, Borrowed};
 use crate::json;
 use crate::records;
 use crate::symbols::{CommandName, Status, SymbolEnum};
@@ -377,9 +377,9 @@ fn set_token(command: &mut Command<Key>, presented: FencingToken) {
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let (class, singleton) = crate::wrapped_class(ruby, module, "Table")?;
-    crate::constructor!(singleton, "_new", RbTable::new, 2, clock_policy, event_capacity)?;
-    crate::constructor!(singleton, "_from_json", RbTable::from_json, 3, json, clock_policy, event_capacity)?;
+    let (class, singleton) = crate::helpers::wrapped_class(ruby, module, "Table")?;
+    crate::helpers::constructor!(singleton, "_new", RbTable::new, 2, clock_policy, event_capacity)?;
+    crate::helpers::constructor!(singleton, "_from_json", RbTable::from_json, 3, json, clock_policy, event_capacity)?;
     class.define_private_method("_acquire", magnus::method!(RbTable::acquire, 5))?;
     class.define_private_method("_reacquire", magnus::method!(RbTable::reacquire, 4))?;
     class.define_private_method("_renew", magnus::method!(RbTable::renew, 5))?;

@@ -10,10 +10,8 @@ use lease_machines::json::Json;
 use lease_machines::{Cadence, Checkpoint, Fence, FencingToken, Lease, Rejection, WriteCheck};
 use magnus::{prelude::*, Error, IntoValue, Ruby, Value};
 
-use crate::convert::{
-    instant, issued_token_arg, optional_record_arg, optional_token_arg, owner_arg, record_arg, seconds, seconds_arg,
-    token_arg,
-};
+use crate::convert::{instant, issued_token_arg, optional_token_arg, owner_arg, seconds, seconds_arg, token_arg};
+use crate::data::{optional_record_arg, record_arg};
 use crate::data::{CadenceMembers, CheckpointMembers, LeaseMembers, CADENCE, CHECKPOINT, LEASE};
 use crate::json;
 use crate::symbols::{SymbolEnum, WriteVerdict};
