@@ -93,6 +93,12 @@ impl RbTable {
         answer(ruby, &decision)
     }
 
+    /// Runs the table command `name` on its arguments, parsed by [`parse`] as a batch entry is.
+    fn run(ruby: &Ruby, rb_self: Obj<Self>, name: CommandName, args: &Arguments) -> Result<Value, Error> {
+        let (timed, zero_token) = parse(ruby, name, args)?;
+        Self::decide(ruby, rb_self, |table| apply(table, timed, zero_token))
+    }
+
     fn acquire(
         ruby: &Ruby,
         rb_self: Obj<Self>,
@@ -102,14 +108,8 @@ impl RbTable {
         ttl: Value,
         expected_revision: Value,
     ) -> Result<Value, Error> {
-        let resource = key_arg(ruby, resource)?;
-        let owner = owner_arg(ruby, owner)?;
-        let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
-        let expected = optional(expected_revision, |expected| u64_arg(ruby, "expected_revision", expected))?;
-        Self::decide(ruby, rb_self, |table| match expected {
-            Some(expected) => table.acquire_at_revision(&resource, owner, expected, now, ttl),
-            None => table.acquire(&resource, owner, now, ttl),
-        })
+        let args = Arguments { resource, owner, now, ttl, expected_revision, ..Arguments::none(ruby) };
+        Self::run(ruby, rb_self, CommandName::Acquire, &args)
     }
 
     fn reacquire(
@@ -120,10 +120,8 @@ impl RbTable {
         now: Value,
         ttl: Value,
     ) -> Result<Value, Error> {
-        let resource = key_arg(ruby, resource)?;
-        let owner = owner_arg(ruby, owner)?;
-        let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
-        Self::decide(ruby, rb_self, |table| table.reacquire(&resource, owner, now, ttl))
+        let args = Arguments { resource, owner, now, ttl, ..Arguments::none(ruby) };
+        Self::run(ruby, rb_self, CommandName::Reacquire, &args)
     }
 
     fn renew(
@@ -135,14 +133,8 @@ impl RbTable {
         now: Value,
         ttl: Value,
     ) -> Result<Value, Error> {
-        let resource = key_arg(ruby, resource)?;
-        let owner = owner_arg(ruby, owner)?;
-        let token = token_arg(ruby, "token", token)?;
-        let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
-        Self::decide(ruby, rb_self, |table| {
-            let token = presented(table, &resource, token);
-            table.renew(&resource, owner, token, now, ttl)
-        })
+        let args = Arguments { resource, owner, token, now, ttl, ..Arguments::none(ruby) };
+        Self::run(ruby, rb_self, CommandName::Renew, &args)
     }
 
     fn release(
@@ -153,14 +145,8 @@ impl RbTable {
         token: Value,
         now: Value,
     ) -> Result<Value, Error> {
-        let resource = key_arg(ruby, resource)?;
-        let owner = owner_arg(ruby, owner)?;
-        let token = token_arg(ruby, "token", token)?;
-        let now = seconds_arg(ruby, "now", now)?;
-        Self::decide(ruby, rb_self, |table| {
-            let token = presented(table, &resource, token);
-            table.release(&resource, owner, token, now)
-        })
+        let args = Arguments { resource, owner, token, now, ..Arguments::none(ruby) };
+        Self::run(ruby, rb_self, CommandName::Release, &args)
     }
 
     #[allow(clippy::too_many_arguments)] // one per keyword of `Table#transfer`
@@ -174,21 +160,12 @@ impl RbTable {
         now: Value,
         ttl: Value,
     ) -> Result<Value, Error> {
-        let resource = key_arg(ruby, resource)?;
-        let owner = owner_arg(ruby, owner)?;
-        let token = token_arg(ruby, "token", token)?;
-        let new_owner = u64_arg(ruby, "new_owner", new_owner).map(OwnerId::new)?;
-        let (now, ttl) = (seconds_arg(ruby, "now", now)?, seconds_arg(ruby, "ttl", ttl)?);
-        Self::decide(ruby, rb_self, |table| {
-            let token = presented(table, &resource, token);
-            table.transfer(&resource, owner, token, new_owner, now, ttl)
-        })
+        let args = Arguments { resource, owner, token, new_owner, now, ttl, ..Arguments::none(ruby) };
+        Self::run(ruby, rb_self, CommandName::Transfer, &args)
     }
 
     fn reap(ruby: &Ruby, rb_self: Obj<Self>, resource: Value, now: Value) -> Result<Value, Error> {
-        let resource = key_arg(ruby, resource)?;
-        let now = seconds_arg(ruby, "now", now)?;
-        Self::decide(ruby, rb_self, |table| table.reap(&resource, now))
+        Self::run(ruby, rb_self, CommandName::Reap, &Arguments { resource, now, ..Arguments::none(ruby) })
     }
 
     fn acquire_leadership(
@@ -234,7 +211,17 @@ impl RbTable {
         let mut timed = Vec::with_capacity(commands.len());
         for index in 0..commands.len() {
             let entry: RHash = commands.entry(index as isize)?;
-            timed.push(command(ruby, entry)?);
+            let field = |key: &str| entry.get(ruby.to_symbol(key)).unwrap_or_else(|| ruby.qnil().as_value());
+            let args = Arguments {
+                resource: field("resource"),
+                owner: field("owner"),
+                token: field("token"),
+                new_owner: field("new_owner"),
+                now: field("now"),
+                ttl: field("ttl"),
+                expected_revision: field("expected_revision"),
+            };
+            timed.push(parse(ruby, CommandName::arg(ruby, field("command"))?, &args)?);
         }
         rb_self.check_frozen()?;
         DECISION.class(ruby)?;
@@ -242,16 +229,7 @@ impl RbTable {
         BATCH.class(ruby)?;
         let result: Vec<TableDecision<Key>> = {
             let mut table = rb_self.borrowed_mut(ruby)?;
-            timed
-                .into_iter()
-                .map(|(mut entry, zero_token)| {
-                    if zero_token {
-                        let resource = entry.command.resource().clone();
-                        set_token(&mut entry.command, presented(&table, &resource, None));
-                    }
-                    table.apply(&entry.command, entry.at)
-                })
-                .collect()
+            timed.into_iter().map(|(entry, zero_token)| apply(&mut table, entry, zero_token)).collect()
         };
         let accepted = result.iter().filter(|decision| decision.is_accepted()).count();
         let decisions = ruby.ary_new_capa(result.len());
@@ -335,45 +313,79 @@ impl RbTable {
     }
 }
 
-/// One batch entry, a Hash with `:command` and the keywords of the method of that name (the Ruby layer checked that
-/// it has exactly the keywords that method takes, so every key is converted here), and whether it presented token
-/// 0, which is resolved against the table when it runs.
-fn command(ruby: &Ruby, entry: RHash) -> Result<(TimedCommand<Key>, bool), Error> {
-    let field = |key: &str| entry.get(ruby.to_symbol(key)).unwrap_or_else(|| ruby.qnil().as_value());
-    let name = CommandName::arg(ruby, field("command"))?;
-    let resource = key_arg(ruby, field("resource"))?;
-    let at = seconds_arg(ruby, "now", field("now"))?;
-    let owner = || owner_arg(ruby, field("owner"));
-    let ttl = || seconds_arg(ruby, "ttl", field("ttl"));
-    let needs_token = matches!(name, CommandName::Renew | CommandName::Release | CommandName::Transfer);
-    let presented = if needs_token { token_arg(ruby, "token", field("token"))? } else { None };
-    let zero_token = needs_token && presented.is_none();
-    let token = presented.unwrap_or(FencingToken::FIRST);
-    let command = match name {
+/// The arguments of one table command, as Ruby passed them: `nil` for a keyword the command does not take.
+struct Arguments {
+    resource: Value,
+    owner: Value,
+    token: Value,
+    new_owner: Value,
+    now: Value,
+    ttl: Value,
+    expected_revision: Value,
+}
+
+impl Arguments {
+    /// Every argument `nil`.
+    fn none(ruby: &Ruby) -> Self {
+        let nil = ruby.qnil().as_value();
+        Self { resource: nil, owner: nil, token: nil, new_owner: nil, now: nil, ttl: nil, expected_revision: nil }
+    }
+}
+
+/// The one parser of a table command, for the command methods (`Table#renew`, ...) and for each entry of
+/// `Table#apply_batch` alike: the arguments the command `name` takes, converted in the order the method lists them
+/// (resource, owner, token, new owner, now, TTL, expected revision; the Ruby layer checked that a batch entry has
+/// exactly these keywords), and whether it presented token 0, which is resolved against the table when it runs.
+fn parse(ruby: &Ruby, name: CommandName, args: &Arguments) -> Result<(TimedCommand<Key>, bool), Error> {
+    let resource = key_arg(ruby, args.resource)?;
+    let owner = || owner_arg(ruby, args.owner);
+    let token =
+        || token_arg(ruby, "token", args.token).map(|token| (token.unwrap_or(FencingToken::FIRST), token.is_none()));
+    let now = || seconds_arg(ruby, "now", args.now);
+    let ttl = || seconds_arg(ruby, "ttl", args.ttl);
+    let (command, at, zero_token) = match name {
         CommandName::Acquire => {
+            let (owner, at, ttl) = (owner()?, now()?, ttl()?);
             let expected_revision =
-                optional(field("expected_revision"), |expected| u64_arg(ruby, "expected_revision", expected))?;
-            Command::Acquire { resource, owner: owner()?, ttl: ttl()?, expected_revision }
+                optional(args.expected_revision, |expected| u64_arg(ruby, "expected_revision", expected))?;
+            (Command::Acquire { resource, owner, ttl, expected_revision }, at, false)
         }
-        CommandName::Reacquire => Command::Reacquire { resource, owner: owner()?, ttl: ttl()? },
-        CommandName::Renew => Command::Renew { resource, owner: owner()?, token, ttl: ttl()? },
-        CommandName::Release => Command::Release { resource, owner: owner()?, token },
-        CommandName::Transfer => Command::Transfer {
-            resource,
-            owner: owner()?,
-            token,
-            new_owner: u64_arg(ruby, "new_owner", field("new_owner")).map(OwnerId::new)?,
-            ttl: ttl()?,
-        },
-        CommandName::Reap => Command::Reap { resource },
+        CommandName::Reacquire => {
+            let (owner, at, ttl) = (owner()?, now()?, ttl()?);
+            (Command::Reacquire { resource, owner, ttl }, at, false)
+        }
+        CommandName::Renew => {
+            let (owner, (token, zero), at, ttl) = (owner()?, token()?, now()?, ttl()?);
+            (Command::Renew { resource, owner, token, ttl }, at, zero)
+        }
+        CommandName::Release => {
+            let (owner, (token, zero), at) = (owner()?, token()?, now()?);
+            (Command::Release { resource, owner, token }, at, zero)
+        }
+        CommandName::Transfer => {
+            let (owner, (token, zero)) = (owner()?, token()?);
+            let new_owner = u64_arg(ruby, "new_owner", args.new_owner).map(OwnerId::new)?;
+            let (at, ttl) = (now()?, ttl()?);
+            (Command::Transfer { resource, owner, token, new_owner, ttl }, at, zero)
+        }
+        CommandName::Reap => (Command::Reap { resource }, now()?, false),
     };
     Ok((TimedCommand { command, at }, zero_token))
 }
 
-fn set_token(command: &mut Command<Key>, presented: FencingToken) {
-    if let Command::Renew { token, .. } | Command::Release { token, .. } | Command::Transfer { token, .. } = command {
-        *token = presented;
+/// Applies a parsed command to `table`: a presented token 0 first becomes one that is never the resource's current
+/// token (see [`presented`]).
+fn apply(table: &mut LeaseTable<Key>, mut entry: TimedCommand<Key>, zero_token: bool) -> TableDecision<Key> {
+    if zero_token {
+        let resource = entry.command.resource().clone();
+        let never = presented(table, &resource, None);
+        if let Command::Renew { token, .. } | Command::Release { token, .. } | Command::Transfer { token, .. } =
+            &mut entry.command
+        {
+            *token = never;
+        }
     }
+    table.apply(&entry.command, entry.at)
 }
 
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
