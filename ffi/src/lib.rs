@@ -42,7 +42,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let module = ruby.define_module("LeaseMachines")?;
     errors::fetch(ruby, module)?;
     define_lists(ruby, module)?;
-    module.singleton_class()?.define_private_method("_shown", magnus::function!(helpers::shown, 1))?;
+    module.define_singleton_method("shown", magnus::function!(helpers::shown, 1))?;
     module.singleton_class()?.define_private_method("_resource_name", magnus::function!(convert::resource_name, 1))?;
     values::define(ruby)?;
     authority::define(ruby, module)?;

@@ -56,12 +56,12 @@ module LeaseMachines
         name == "simulate" ? simulate(argv) : audit(argv)
       when "-h", "--help", "help" then help(argv)
       when "-v", "--version"
-        raise UsageError, "unexpected argument #{shown(argv.first)}" unless argv.empty?
+        raise UsageError, "unexpected argument #{LeaseMachines.shown(argv.first)}" unless argv.empty?
 
         report("lease_machines #{VERSION}")
         OK
       when nil then usage(nil, "no command given")
-      else usage(nil, "unknown command #{shown(name)} (valid: simulate, audit)")
+      else usage(nil, "unknown command #{LeaseMachines.shown(name)} (valid: simulate, audit)")
       end
     rescue UsageError, OptionParser::ParseError => e
       usage(command, e.message)
@@ -92,7 +92,7 @@ module LeaseMachines
       case argv
       in [] then report(SUMMARY)
       in ["simulate" | "audit" => command] then return run([command, "--help"])
-      else raise UsageError, "help takes one COMMAND (simulate or audit), got #{argv.map { shown(_1) }.join(" ")}"
+      else raise UsageError, "help takes one COMMAND (simulate or audit), got #{argv.map { LeaseMachines.shown(_1) }.join(" ")}"
       end
       OK
     end
@@ -121,8 +121,6 @@ module LeaseMachines
       text.gsub(/[[:cntrl:]]/) { _1.inspect[1...-1] }
     end
 
-    # +value+ as a message shows it: the extension's bounded, never-raising inspect (LeaseMachines._shown).
-    def shown(value) = LeaseMachines.__send__(:_shown, value)
 
     # An OptionParser without its built-in --version and --*-completion-* options (which print and exit on their
     # own, with status 1 or 0): only the options a command defines, and its own --help.
@@ -182,7 +180,7 @@ module LeaseMachines
         end
       end
       rest = parser.parse(argv)
-      raise UsageError, "unexpected argument #{shown(rest.first)}" unless rest.empty?
+      raise UsageError, "unexpected argument #{LeaseMachines.shown(rest.first)}" unless rest.empty?
 
       config = config.with(**members)
       outcome = run_simulation(config, options[:progress])

@@ -23,7 +23,7 @@ module LeaseMachines
     def self.options!(options)
       return options if ActiveSupport::OrderedOptions === options # Module#===: a BasicObject has no is_a?
 
-      raise TypeError, "config.lease_machines cannot be set to #{LeaseMachines.__send__(:_shown, options)}: it is " \
+      raise TypeError, "config.lease_machines cannot be set to #{LeaseMachines.shown(options)}: it is " \
                        "lease_machines' options (an ActiveSupport::OrderedOptions, applied to " \
                        "LeaseMachines::Jobs.configuration); set each option on it, as in " \
                        "config.lease_machines.default_ttl = 30.seconds"

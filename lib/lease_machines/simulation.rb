@@ -42,8 +42,8 @@ module LeaseMachines
   # its members (+LeaseMachines.simulate(cycles: 1_000, seed: 7)+). With a block, yields +(cycles_run, cycles)+
   # after every step of Simulation#step_size cycles, for a progress display. Raises as SimulationConfig says.
   def self.simulate(config = SimulationConfig.new, **members)
-    # Module#=== rather than config.is_a?, which a BasicObject lacks; _shown (native) bounds the value shown.
-    raise TypeError, "config must be a LeaseMachines::SimulationConfig, got #{_shown(config)}" unless SimulationConfig === config
+    # Module#=== rather than config.is_a?, which a BasicObject lacks; shown (native) bounds the value shown.
+    raise TypeError, "config must be a LeaseMachines::SimulationConfig, got #{LeaseMachines.shown(config)}" unless SimulationConfig === config
 
     simulation = Simulation.new(members.empty? ? config : config.with(**members))
     until simulation.finished?

@@ -69,7 +69,7 @@ module LeaseMachines
     def initialize(database, busy_timeout: nil, clock: nil, clock_policy: :clamp)
       Authority.new(clock_policy: clock_policy) # refuse a bad policy now, not at the first request
       unless clock.nil? || KERNEL_RESPOND_TO.bind_call(clock, :call)
-        raise TypeError, "clock must respond to call, got #{Store.shown(clock)}"
+        raise TypeError, "clock must respond to call, got #{LeaseMachines.shown(clock)}"
       end
 
       adapter = PostgreSQL.accepts?(database) ? PostgreSQL : SQLite
@@ -152,7 +152,7 @@ module LeaseMachines
         highest = @adapter.read_fence(name, slot)
         next highest if highest.nil? || (Integer === highest && highest.between?(1, MAX_TOKEN))
 
-        raise StoreError, "corrupt fence row for #{name.inspect} in #{path}: highest #{Store.shown(highest)} " \
+        raise StoreError, "corrupt fence row for #{name.inspect} in #{path}: highest #{LeaseMachines.shown(highest)} " \
                           "is not a token"
       end
     end
@@ -232,19 +232,16 @@ module LeaseMachines
     # +statements+ checked: an Array of [sql (String), binds (Array)] pairs, frozen. Raises TypeError otherwise.
     def self.statements(statements)
       unless Array === statements && statements.all? { |pair| Array === pair && pair.size == 2 }
-        raise TypeError, "statements must be an Array of [sql, binds] pairs, got #{shown(statements)}"
+        raise TypeError, "statements must be an Array of [sql, binds] pairs, got #{LeaseMachines.shown(statements)}"
       end
 
       statements.map do |sql, binds|
-        raise TypeError, "a statement's sql must be a String, got #{shown(sql)}" unless String === sql
-        raise TypeError, "a statement's binds must be an Array, got #{shown(binds)}" unless Array === binds
+        raise TypeError, "a statement's sql must be a String, got #{LeaseMachines.shown(sql)}" unless String === sql
+        raise TypeError, "a statement's binds must be an Array, got #{LeaseMachines.shown(binds)}" unless Array === binds
 
         [sql, binds].freeze
       end.freeze
     end
-
-    # +value+ as messages show it: the extension's bounded inspect, safe for a BasicObject or a raising #inspect.
-    def self.shown(value) = LeaseMachines.__send__(:_shown, value)
 
     KERNEL_RESPOND_TO = Kernel.instance_method(:respond_to?)
     private_constant :KERNEL_RESPOND_TO

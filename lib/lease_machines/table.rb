@@ -62,7 +62,7 @@ module LeaseMachines
     # nothing. Every entry is checked before any is applied: a malformed one raises and the table is unchanged.
     # Returns a Batch.
     def apply_batch(commands)
-      raise TypeError, "commands must be an Array of Hashes, got #{shown(commands)}" unless Array === commands
+      raise TypeError, "commands must be an Array of Hashes, got #{LeaseMachines.shown(commands)}" unless Array === commands
 
       commands.each_with_index { |command, index| check_batch_entry(command, index) }
       _apply_batch(commands)
@@ -104,13 +104,11 @@ module LeaseMachines
 
     private
 
-    # +value+ as messages show it: the extension's bounded, never-raising inspect.
-    def shown(value) = LeaseMachines.__send__(:_shown, value)
 
     # Refuses an entry as its method would refuse the call, in Ruby's words, prefixed with where it is:
     # "commands[1] (:renew): missing keywords: :owner, :token", "commands[0] (:acquire): unknown keyword: :token".
     def check_batch_entry(command, index)
-      raise TypeError, "commands[#{index}] must be a Hash, got #{shown(command)}" unless Hash === command
+      raise TypeError, "commands[#{index}] must be a Hash, got #{LeaseMachines.shown(command)}" unless Hash === command
 
       keywords = BATCH_KEYWORDS[command[:command]]
       return unless keywords # the extension refuses an unknown command, naming the valid ones
@@ -124,8 +122,8 @@ module LeaseMachines
     end
 
     def batch_keyword_error(index, command, what, keys)
-      "commands[#{index}] (#{shown(command[:command])}): #{what} keyword#{"s" if keys.size > 1}: " \
-        "#{keys.map { shown(_1) }.join(", ")}"
+      "commands[#{index}] (#{LeaseMachines.shown(command[:command])}): #{what} keyword#{"s" if keys.size > 1}: " \
+        "#{keys.map { LeaseMachines.shown(_1) }.join(", ")}"
     end
   end
 end

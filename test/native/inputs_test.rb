@@ -275,11 +275,11 @@ class MisbehavingInputsTest < Minitest::Test
   end
 
   def test_the_shown_value_is_bounded_and_never_raises
-    assert_equal "BasicObject", LeaseMachines.__send__(:_shown, BasicObject.new)
-    assert_equal "Object", LeaseMachines.__send__(:_shown, odd(:raises))
-    assert_equal "Object", LeaseMachines.__send__(:_shown, odd(:integer))
-    assert_equal "#{"x" * 61}...", LeaseMachines.__send__(:_shown, odd(:huge))
-    assert_equal ":a", LeaseMachines.__send__(:_shown, :a)
+    assert_equal "BasicObject", LeaseMachines.shown(BasicObject.new)
+    assert_equal "Object", LeaseMachines.shown(odd(:raises))
+    assert_equal "Object", LeaseMachines.shown(odd(:integer))
+    assert_equal "#{"x" * 61}...", LeaseMachines.shown(odd(:huge))
+    assert_equal ":a", LeaseMachines.shown(:a)
     error = assert_raises(TypeError) { LeaseMachines.simulate("a" * 1_000_000) }
     assert_equal "config must be a LeaseMachines::SimulationConfig, got \"#{"a" * 60}...", error.message
   end

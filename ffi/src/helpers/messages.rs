@@ -8,7 +8,7 @@ const SHOWN_CHARS: usize = 64;
 /// A value as an error message shows it: its `inspect`, at most [`SHOWN_CHARS`] characters (a longer one cut and
 /// ended with `...`), so that a huge String or Array cannot flood the message; its class name when `inspect`
 /// raises, returns something other than a String, or is missing (a `BasicObject`). A Bignum too large to print
-/// quickly is described by its size. The one such helper: the Ruby layer calls it as `LeaseMachines._shown`.
+/// quickly is described by its size. The one such helper: Ruby's is `LeaseMachines.shown`, this function.
 pub fn shown(value: Value) -> String {
     if let Some(integer) = Integer::from_value(value) {
         // A huge Bignum's decimal form is slow to build: describe it by its size instead.

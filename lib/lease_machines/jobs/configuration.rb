@@ -38,7 +38,7 @@ module LeaseMachines
 
       def store=(store)
         unless nil.equal?(store) || Store === store || ResourceKey.responds?(store, :call)
-          raise TypeError, "store must be a LeaseMachines::Store or a factory of them, got #{Store.shown(store)}"
+          raise TypeError, "store must be a LeaseMachines::Store or a factory of them, got #{LeaseMachines.shown(store)}"
         end
 
         @store = store
@@ -46,7 +46,7 @@ module LeaseMachines
 
       def fence_record=(record)
         unless nil.equal?(record) || (Class === record && record.respond_to?(:with_connection))
-          raise TypeError, "fence_record must be an ActiveRecord class, got #{Store.shown(record)}"
+          raise TypeError, "fence_record must be an ActiveRecord class, got #{LeaseMachines.shown(record)}"
         end
 
         @fence_record = record
@@ -66,7 +66,7 @@ module LeaseMachines
 
       def renewal=(renewal)
         unless RENEWALS.include?(renewal)
-          raise ArgumentError, "renewal must be :background or :manual, got #{Store.shown(renewal)}"
+          raise ArgumentError, "renewal must be :background or :manual, got #{LeaseMachines.shown(renewal)}"
         end
 
         @renewal = renewal
@@ -74,7 +74,7 @@ module LeaseMachines
 
       def jitter=(jitter)
         unless Float === jitter || Integer === jitter
-          raise TypeError, "jitter must be Float, got #{Store.shown(jitter)}"
+          raise TypeError, "jitter must be Float, got #{LeaseMachines.shown(jitter)}"
         end
         raise ArgumentError, "jitter must be in 0...1, got #{jitter}" unless jitter >= 0 && jitter < 1
 
@@ -109,7 +109,7 @@ module LeaseMachines
       def responding(name, value, method)
         return value if ResourceKey.responds?(value, method)
 
-        raise TypeError, "#{name} must respond to #{method}, got #{Store.shown(value)}"
+        raise TypeError, "#{name} must respond to #{method}, got #{LeaseMachines.shown(value)}"
       end
     end
   end

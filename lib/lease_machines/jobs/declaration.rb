@@ -76,7 +76,7 @@ module LeaseMachines
       def key_proc(key)
         return key if ResourceKey.responds?(key, :call)
 
-        raise TypeError, "holds_lease: key: must be a Proc or lambda of the job's arguments, got #{Store.shown(key)}"
+        raise TypeError, "holds_lease: key: must be a Proc or lambda of the job's arguments, got #{LeaseMachines.shown(key)}"
       end
 
       def group_name(group, job_class)
@@ -86,11 +86,11 @@ module LeaseMachines
           raise ArgumentError, "holds_lease: group: is required for an anonymous job class (#{job_class.inspect})"
         end
         unless String === group || Symbol === group
-          raise TypeError, "holds_lease: group: must be a String or Symbol, got #{Store.shown(group)}"
+          raise TypeError, "holds_lease: group: must be a String or Symbol, got #{LeaseMachines.shown(group)}"
         end
         raise ArgumentError, "holds_lease: group: is empty" if group.empty?
 
-        ResourceKey.utf8(group.to_s, "holds_lease: group: #{Store.shown(group)}")
+        ResourceKey.utf8(group.to_s, "holds_lease: group: #{LeaseMachines.shown(group)}")
       end
 
       # The schedule, checked by the core; its ArgumentError said as every holds_lease error is.
@@ -106,7 +106,7 @@ module LeaseMachines
         return action if CONFLICT_ACTIONS.include?(action)
 
         raise ArgumentError,
-              "holds_lease: on_conflict: must be one of :#{CONFLICT_ACTIONS.join(", :")}, got #{Store.shown(action)}"
+              "holds_lease: on_conflict: must be one of :#{CONFLICT_ACTIONS.join(", :")}, got #{LeaseMachines.shown(action)}"
       end
 
       # +limit:+, the most performs that hold the resource's lease at once: an Integer from 1 to MAX_LIMIT, checked
@@ -119,7 +119,7 @@ module LeaseMachines
 
       def count(name, value)
         unless Integer === value
-          raise TypeError, "holds_lease: #{name}: must be an Integer, got #{Store.shown(value)}"
+          raise TypeError, "holds_lease: #{name}: must be an Integer, got #{LeaseMachines.shown(value)}"
         end
         raise ArgumentError, "holds_lease: #{name}: must be at least 1, got #{value}" unless value >= 1
 

@@ -72,7 +72,7 @@ module LeaseMachines
 
         record ||= Jobs.configuration.fence_record!
         unless Class === record && record.respond_to?(:with_connection)
-          raise TypeError, "fenced: record: must be an ActiveRecord class, got #{Store.shown(record)}"
+          raise TypeError, "fenced: record: must be an ActiveRecord class, got #{LeaseMachines.shown(record)}"
         end
 
         check_not_lost!

@@ -25,7 +25,7 @@ module LeaseMachines
         when String, Symbol
           raise ArgumentError, "the lease key is an empty #{value.class.name}" if value.empty?
 
-          utf8(value.to_s, "the lease key #{Store.shown(value)}")
+          utf8(value.to_s, "the lease key #{LeaseMachines.shown(value)}")
         when Integer then value.to_s
         when Array
           raise ArgumentError, "the lease key is an empty Array" if value.empty?
@@ -46,7 +46,7 @@ module LeaseMachines
           "#{gid.model_name}/#{gid.model_id}"
         else
           raise TypeError, "the lease key must be a record, String, Symbol, Integer or an Array of them, " \
-                           "got #{Store.shown(value)}"
+                           "got #{LeaseMachines.shown(value)}"
         end
       end
 

@@ -17,14 +17,14 @@ module LeaseMachines
       def from(value, what)
         value = value.to_f if defined?(ActiveSupport::Duration) && ActiveSupport::Duration === value
         unless Integer === value || Float === value
-          raise TypeError, "#{what} must be a Duration or Float seconds, got #{Store.shown(value)}"
+          raise TypeError, "#{what} must be a Duration or Float seconds, got #{LeaseMachines.shown(value)}"
         end
         unless value.positive? && (Integer === value || value.finite?)
-          raise ArgumentError, "#{what} must be positive and finite, got #{Store.shown(value)}"
+          raise ArgumentError, "#{what} must be positive and finite, got #{LeaseMachines.shown(value)}"
         end
         if value > MAX
           raise ArgumentError, "#{what} must be at most 2**63 seconds (about 292 billion years: a longer one " \
-                               "overflows the lease's deadline), got #{Store.shown(value)}"
+                               "overflows the lease's deadline), got #{LeaseMachines.shown(value)}"
         end
 
         value.to_f

@@ -114,7 +114,7 @@ module LeaseMachines
       def opened(store)
         return store if store.is_a?(Store)
 
-        raise TypeError, "the store factory returned #{Store.shown(store)}, not a LeaseMachines::Store"
+        raise TypeError, "the store factory returned #{LeaseMachines.shown(store)}, not a LeaseMachines::Store"
       end
     end
   end

@@ -233,7 +233,7 @@ module LeaseMachines
       def self.check_name!(name)
         return name unless name.include?("\0")
 
-        raise ArgumentError, "resource #{Store.shown(name)} contains a NUL byte, which PostgreSQL's text cannot hold"
+        raise ArgumentError, "resource #{LeaseMachines.shown(name)} contains a NUL byte, which PostgreSQL's text cannot hold"
       end
 
       # One round trip (a simple query): BEGIN, the transaction's settings, the resource's row made to exist
@@ -591,7 +591,7 @@ module LeaseMachines
           when nil then "NULL"
           when Integer then value.to_s
           when Float then "'#{value}'::float8"
-          else raise TypeError, "the extension wrote #{Store.shown(value)} into a row"
+          else raise TypeError, "the extension wrote #{LeaseMachines.shown(value)} into a row"
           end
         end
       end
@@ -636,7 +636,7 @@ module LeaseMachines
         end
         return if format == FORMAT
 
-        refuse("its schema is format #{Store.shown(format)}; this lease_machines reads format #{FORMAT} only")
+        refuse("its schema is format #{LeaseMachines.shown(format)}; this lease_machines reads format #{FORMAT} only")
       end
 
       def read_format

@@ -36,7 +36,7 @@ module LeaseMachines
           end
           return if format == FORMAT
 
-          refuse(adapter, "its schema is format #{Store.shown(format)}; this lease_machines reads format #{FORMAT} " \
+          refuse(adapter, "its schema is format #{LeaseMachines.shown(format)}; this lease_machines reads format #{FORMAT} " \
                           "only")
         end
 

@@ -109,7 +109,7 @@ module LeaseMachines
         path = defined?(Pathname) && Pathname === database ? database.to_path : database
         unless String === path
           raise TypeError, "database must be a path (String or Pathname), an SQLite3::Database, a postgresql:// " \
-                           "URL or a PG::Connection, got #{Store.shown(database)}"
+                           "URL or a PG::Connection, got #{LeaseMachines.shown(database)}"
         end
         raise ArgumentError, "database path is empty" if path.empty?
         raise ArgumentError, "database path contains a NUL byte" if path.include?("\0")
@@ -122,7 +122,7 @@ module LeaseMachines
       def self.busy_timeout_ms(seconds)
         return nil if seconds.nil?
         unless Integer === seconds || Float === seconds
-          raise TypeError, "busy_timeout must be Float seconds, got #{Store.shown(seconds)}"
+          raise TypeError, "busy_timeout must be Float seconds, got #{LeaseMachines.shown(seconds)}"
         end
         unless seconds >= 0 && seconds <= MAX_BUSY_TIMEOUT
           raise ArgumentError, "busy_timeout must be between 0 and #{MAX_BUSY_TIMEOUT} seconds, got #{seconds}"
@@ -139,7 +139,7 @@ module LeaseMachines
           return database.filename.to_s.then { _1.empty? ? ":memory:" : _1 }
         end
 
-        Store.shown(database)
+        LeaseMachines.shown(database)
       rescue SQLite3::Exception
         "a closed SQLite3::Database"
       end
