@@ -1,46 +1,22 @@
-//! Model-based property tests: a small reference model of each rule set, run against the crate over random
-//! sequences of requests, with the safety invariants checked after every step.
+//! Model-based property tests of the lease authority: a small reference model of its rules, run against
+//! `LeaseAuthority` over random sequences of requests, with the safety invariants checked after every step; and
+//! restore equivalence: an authority restored from a checkpoint decides every later request as the original.
 //!
 //! Scale with the environment: `PROPTEST_CASES` (proptest's own, default 256) sequences per test, each of up to
-//! `LEASE_MACHINES_MODEL_STEPS` (default 64) steps. CI runs `PROPTEST_CASES=4000`: over 100,000 steps per test.
+//! `LEASE_MACHINES_MODEL_STEPS` (default 64) steps (see `support::max_steps`).
 #![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
 
 use core::time::Duration;
 
-use lease_machines::{
-    Cadence, Checkpoint, ClockPolicy, Decision, Fence, FencingToken, Holder, HolderState, Lease, LeaseAuthority,
-    OwnerId, Rejection,
-};
+use lease_machines::{Checkpoint, ClockPolicy, Decision, FencingToken, Lease, LeaseAuthority, OwnerId, Rejection};
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMachineTest};
 
-const MAX_NS: u128 = Duration::MAX.as_nanos();
+mod support;
+use support::{duration, max_steps, model_config, ns, token, MAX_NS};
 
-fn max_steps() -> usize {
-    std::env::var("LEASE_MACHINES_MODEL_STEPS").ok().and_then(|steps| steps.parse().ok()).unwrap_or(64)
-}
-
-/// proptest's defaults (so `PROPTEST_CASES` applies), with failing cases kept in `core/proptest-regressions/` and
-/// replayed first on every later run.
 fn config() -> ProptestConfig {
-    ProptestConfig {
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct("proptest-regressions/model.txt"))),
-        ..ProptestConfig::default()
-    }
-}
-
-fn ns(duration: Duration) -> u128 {
-    duration.as_nanos()
-}
-
-fn duration(nanos: u128) -> Duration {
-    let secs = u64::try_from(nanos / 1_000_000_000).expect("model times stay within Duration");
-    Duration::new(secs, u32::try_from(nanos % 1_000_000_000).expect("below one second"))
-}
-
-fn token(value: u64) -> FencingToken {
-    FencingToken::new(value).expect("generated tokens are non-zero")
+    model_config("proptest-regressions/authority_model.txt")
 }
 
 /// An instant near `around`: mostly a little later, sometimes exactly it, earlier, at a boundary, or enormous.
@@ -73,10 +49,6 @@ fn ttl() -> BoxedStrategy<Duration> {
 fn owner() -> BoxedStrategy<OwnerId> {
     prop_oneof![5 => (0u64..4).prop_map(OwnerId::new), 1 => Just(OwnerId::new(u64::MAX))].boxed()
 }
-
-// ---------------------------------------------------------------------------------------------------------------
-// The authority
-// ---------------------------------------------------------------------------------------------------------------
 
 /// The reference model: the rules of the crate README, written with integer nanoseconds.
 #[derive(Clone, Debug)]
@@ -372,320 +344,11 @@ impl StateMachineTest for AuthorityUnderTest {
     }
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-// The fence
-// ---------------------------------------------------------------------------------------------------------------
-
-#[derive(Clone, Debug)]
-struct FenceModel {
-    /// The greatest accepted token; 0 when none was.
-    highest: u64,
-    answer: Option<bool>,
-}
-
-#[derive(Clone, Debug)]
-enum FenceStep {
-    Accept(u64),
-    /// The resource restarts from its persisted mark.
-    Restart,
-}
-
-impl ReferenceStateMachine for FenceModel {
-    type State = Self;
-    type Transition = FenceStep;
-
-    fn init_state() -> BoxedStrategy<Self> {
-        prop_oneof![Just(0u64), 1u64..10, Just(u64::MAX)].prop_map(|highest| Self { highest, answer: None }).boxed()
-    }
-
-    fn transitions(state: &Self) -> BoxedStrategy<FenceStep> {
-        let low = state.highest.saturating_sub(2).max(1);
-        let high = state.highest.saturating_add(2);
-        prop_oneof![
-            8 => (low..=high).prop_map(FenceStep::Accept),
-            1 => Just(FenceStep::Accept(u64::MAX)),
-            1 => Just(FenceStep::Restart),
-        ]
-        .boxed()
-    }
-
-    fn apply(mut state: Self, step: &FenceStep) -> Self {
-        state.answer = match *step {
-            FenceStep::Accept(value) if value >= state.highest => {
-                state.highest = value;
-                Some(true)
-            }
-            FenceStep::Accept(_) => Some(false),
-            FenceStep::Restart => None,
-        };
-        state
-    }
-}
-
-struct FenceUnderTest {
-    fence: Fence,
-    answer: Option<bool>,
-}
-
-impl StateMachineTest for FenceUnderTest {
-    type SystemUnderTest = Self;
-    type Reference = FenceModel;
-
-    fn init_test(model: &FenceModel) -> Self {
-        Self { fence: Fence::new(FencingToken::new(model.highest)), answer: None }
-    }
-
-    fn apply(mut sut: Self, _model: &FenceModel, step: FenceStep) -> Self {
-        let before = sut.fence.highest();
-        sut.answer = match step {
-            FenceStep::Accept(value) => {
-                let accepted = sut.fence.accept(token(value));
-                if !accepted {
-                    assert_eq!(sut.fence.highest(), before, "a refusal changes nothing");
-                }
-                Some(accepted)
-            }
-            FenceStep::Restart => {
-                sut.fence = Fence::new(sut.fence.highest());
-                None
-            }
-        };
-        assert!(sut.fence.highest() >= before, "the fence never goes backwards");
-        sut
-    }
-
-    fn check_invariants(sut: &Self, model: &FenceModel) {
-        assert_eq!(sut.answer, model.answer);
-        assert_eq!(sut.fence.highest(), FencingToken::new(model.highest));
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// The holder
-// ---------------------------------------------------------------------------------------------------------------
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    Confirmed,
-    Unconfirmed,
-    AtRisk,
-    Expired,
-    Fenced,
-}
-
-#[derive(Clone, Debug)]
-struct HolderModel {
-    ttl: u128,
-    renew_every: u128,
-    warn_before: u128,
-    token: u64,
-    renewed_at: u128,
-    sent: Option<u128>,
-    phase: Phase,
-    answer: Option<HolderAnswer>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum HolderAnswer {
-    Changed(bool),
-    /// (renewal_due, at_risk, warning_deadline, next_renewal) at an instant.
-    Poll(bool, bool, Option<Duration>, Option<Duration>),
-}
-
-#[derive(Clone, Debug)]
-enum HolderStep {
-    Refresh(Duration),
-    Confirm(u64, Duration),
-    Expire,
-    Reacquire(u64, Duration),
-    Fence,
-    Poll(Duration),
-}
-
-impl HolderModel {
-    fn holding(&self) -> bool {
-        !matches!(self.phase, Phase::Expired | Phase::Fenced)
-    }
-
-    fn warning(&self) -> u128 {
-        (self.renewed_at + (self.ttl - self.warn_before)).min(MAX_NS)
-    }
-
-    fn next(&self) -> u128 {
-        (self.renewed_at + self.renew_every).min(MAX_NS)
-    }
-
-    fn poll(&self, now: u128) -> HolderAnswer {
-        if !self.holding() {
-            return HolderAnswer::Poll(false, true, None, None);
-        }
-        let due = self.sent.is_some() || now >= self.next() || now >= self.warning();
-        let at_risk = self.phase == Phase::AtRisk || now >= self.warning();
-        HolderAnswer::Poll(due, at_risk, Some(duration(self.warning())), Some(duration(self.next())))
-    }
-}
-
-impl ReferenceStateMachine for HolderModel {
-    type State = Self;
-    type Transition = HolderStep;
-
-    fn init_state() -> BoxedStrategy<Self> {
-        (2u128..=60, 1u64..5, 0u128..30)
-            .prop_flat_map(|(ttl, token, start)| (Just(ttl), 1..ttl, 0..ttl, Just(token), Just(start)))
-            .prop_map(|(ttl, renew_every, warn_before, token, start)| Self {
-                ttl: ttl * 1_000_000_000,
-                renew_every: renew_every * 1_000_000_000,
-                warn_before: warn_before * 1_000_000_000,
-                token,
-                renewed_at: start * 1_000_000_000,
-                sent: None,
-                phase: Phase::Confirmed,
-                answer: None,
-            })
-            .boxed()
-    }
-
-    fn transitions(state: &Self) -> BoxedStrategy<HolderStep> {
-        let base = state.sent.unwrap_or(state.renewed_at);
-        let when = (0u128..=80).prop_map(move |half_secs| duration(base + half_secs * 500_000_000));
-        let tokens = state.token.saturating_sub(1).max(1)..=state.token.saturating_add(2);
-        prop_oneof![
-            3 => when.clone().prop_map(HolderStep::Refresh),
-            3 => (tokens.clone(), when.clone()).prop_map(|(value, at)| HolderStep::Confirm(value, at)),
-            1 => Just(HolderStep::Expire),
-            2 => (tokens, when.clone()).prop_map(|(value, at)| HolderStep::Reacquire(value, at)),
-            1 => Just(HolderStep::Fence),
-            3 => when.prop_map(HolderStep::Poll),
-        ]
-        .boxed()
-    }
-
-    fn apply(mut state: Self, step: &HolderStep) -> Self {
-        let answer = match *step {
-            HolderStep::Refresh(now) if state.holding() => {
-                let now = ns(now);
-                let sent = *state.sent.get_or_insert(now);
-                let _ = sent;
-                state.phase = if now >= state.warning() || state.phase == Phase::AtRisk {
-                    Phase::AtRisk
-                } else {
-                    Phase::Unconfirmed
-                };
-                HolderAnswer::Changed(true)
-            }
-            HolderStep::Confirm(value, at) if state.holding() && value >= state.token => {
-                state.token = value;
-                if let Some(sent) = state.sent.take() {
-                    state.renewed_at = state.renewed_at.max(sent);
-                }
-                state.phase = if ns(at) >= state.warning() { Phase::AtRisk } else { Phase::Confirmed };
-                HolderAnswer::Changed(true)
-            }
-            HolderStep::Expire if state.holding() => {
-                state.phase = Phase::Expired;
-                state.sent = None;
-                HolderAnswer::Changed(true)
-            }
-            HolderStep::Reacquire(value, at) if state.phase != Phase::Fenced && value > state.token => {
-                state.token = value;
-                state.renewed_at = ns(at);
-                state.sent = None;
-                state.phase = Phase::Confirmed;
-                HolderAnswer::Changed(true)
-            }
-            HolderStep::Fence => {
-                state.phase = Phase::Fenced;
-                state.sent = None;
-                HolderAnswer::Changed(true)
-            }
-            HolderStep::Poll(now) => state.poll(ns(now)),
-            HolderStep::Refresh(_) | HolderStep::Confirm(..) | HolderStep::Expire | HolderStep::Reacquire(..) => {
-                HolderAnswer::Changed(false)
-            }
-        };
-        state.answer = Some(answer);
-        state
-    }
-}
-
-struct HolderUnderTest {
-    holder: Holder,
-    answer: Option<HolderAnswer>,
-}
-
-impl StateMachineTest for HolderUnderTest {
-    type SystemUnderTest = Self;
-    type Reference = HolderModel;
-
-    fn init_test(model: &HolderModel) -> Self {
-        let cadence = Cadence::new(duration(model.ttl), duration(model.renew_every), duration(model.warn_before))
-            .expect("generated cadences are valid");
-        Self { holder: Holder::new(token(model.token), duration(model.renewed_at), cadence), answer: None }
-    }
-
-    fn apply(mut sut: Self, _model: &HolderModel, step: HolderStep) -> Self {
-        let before = sut.holder;
-        let answer = match step {
-            HolderStep::Refresh(now) => HolderAnswer::Changed(sut.holder.refresh(now)),
-            HolderStep::Confirm(value, at) => HolderAnswer::Changed(sut.holder.confirm(token(value), at)),
-            HolderStep::Expire => HolderAnswer::Changed(sut.holder.expire()),
-            HolderStep::Reacquire(value, at) => HolderAnswer::Changed(sut.holder.reacquire(token(value), at)),
-            HolderStep::Fence => {
-                sut.holder.fence();
-                HolderAnswer::Changed(true)
-            }
-            HolderStep::Poll(now) => {
-                let warning = sut.holder.warning_deadline();
-                if let Some(deadline) = warning {
-                    assert!(!sut.holder.at_risk(now) || now >= deadline || sut.holder.state() == HolderState::AtRisk);
-                    assert!(now < deadline || sut.holder.at_risk(now), "past the deadline is always at risk");
-                }
-                HolderAnswer::Poll(
-                    sut.holder.renewal_due(now),
-                    sut.holder.at_risk(now),
-                    warning,
-                    sut.holder.next_renewal(),
-                )
-            }
-        };
-        // Safety invariants of the holder.
-        if before.state() == HolderState::Fenced {
-            assert_eq!(sut.holder, before, "fenced is terminal");
-        }
-        assert!(sut.holder.token() >= before.token(), "the holder's token never goes back");
-        if answer == HolderAnswer::Changed(false) {
-            assert_eq!(sut.holder, before, "a refused step changes nothing");
-        }
-        sut.answer = Some(answer);
-        sut
-    }
-
-    fn check_invariants(sut: &Self, model: &HolderModel) {
-        assert_eq!(sut.answer, model.answer);
-        let phase = match sut.holder.state() {
-            HolderState::Confirmed => Phase::Confirmed,
-            HolderState::Unconfirmed => Phase::Unconfirmed,
-            HolderState::AtRisk => Phase::AtRisk,
-            HolderState::Expired => Phase::Expired,
-            HolderState::Fenced => Phase::Fenced,
-        };
-        assert_eq!(phase, model.phase);
-        assert_eq!(sut.holder.token(), token(model.token));
-        assert_eq!(sut.holder.warning_deadline().is_some(), model.holding());
-    }
-}
-
 prop_state_machine! {
     #![proptest_config(config())]
 
     #[test]
     fn authority_matches_the_model_and_keeps_every_invariant(sequential 1..max_steps() => AuthorityUnderTest);
-
-    #[test]
-    fn fence_matches_the_model_and_never_goes_backwards(sequential 1..max_steps() => FenceUnderTest);
-
-    #[test]
-    fn holder_matches_the_model_and_keeps_every_invariant(sequential 1..max_steps() => HolderUnderTest);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
