@@ -122,13 +122,13 @@ impl LeaseAuthority {
             Ok(times) => times,
             Err(rejection) => return Decision::Rejected(rejection),
         };
-        match rules::current_lease(self.lease, owner, token, now) {
-            Ok(lease) => {
-                let renewed = Lease::new(owner, token, lease.expires_at().max(deadline));
-                self.lease = Some(renewed);
-                Decision::Renewed(renewed)
-            }
-            Err(rejection) => Decision::Rejected(rejection),
+        if let Err(rejection) = rules::current_lease(self.lease, owner, token, now) {
+            return Decision::Rejected(rejection);
+        }
+        match &mut self.lease {
+            Some(lease) => Decision::Renewed(lease.extend(deadline)),
+            // Never taken: `current_lease` found the lease. Extending it in place writes the expiry alone.
+            None => Decision::Rejected(Rejection::NotHeld),
         }
     }
 
@@ -149,21 +149,25 @@ impl LeaseAuthority {
     }
 
     fn grant(&mut self, owner: OwnerId, now: Duration, ttl: Duration, rotate: bool) -> Decision {
-        let granted = self.evaluate(now, ttl).and_then(|(now, deadline)| {
-            rules::vacant_for(self.lease, owner, now, rotate)?;
-            Ok(Lease::new(owner, rules::next_token(self.last_issued)?, deadline))
-        });
-        match granted {
-            Ok(lease) => {
-                self.last_issued = Some(lease.token());
-                self.lease = Some(lease);
-                Decision::Granted(lease)
-            }
-            Err(rejection) => Decision::Rejected(rejection),
+        let (now, deadline) = match self.evaluate(now, ttl) {
+            Ok(times) => times,
+            Err(rejection) => return Decision::Rejected(rejection),
+        };
+        if let Err(rejection) = rules::vacant_for(self.lease, owner, now, rotate) {
+            return Decision::Rejected(rejection);
         }
+        let token = match rules::next_token(self.last_issued) {
+            Ok(token) => token,
+            Err(rejection) => return Decision::Rejected(rejection),
+        };
+        let lease = Lease::new(owner, token, deadline);
+        self.last_issued = Some(token);
+        self.lease = Some(lease);
+        Decision::Granted(lease)
     }
 
     /// Steps 1 and 2: the instant the request is evaluated at (advancing the watermark) and the deadline `ttl` gives.
+    #[inline(always)]
     fn evaluate(&mut self, now: Duration, ttl: Duration) -> Result<(Duration, Duration), Rejection> {
         let now = rules::observe(&mut self.observed, self.clock_policy, now)?;
         Ok((now, rules::deadline(now, ttl)?))

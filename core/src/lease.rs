@@ -44,8 +44,16 @@ impl Lease {
 
     /// Whether the lease is live at `now`: `now < expires_at`.
     #[must_use]
+    #[inline]
     pub fn is_live(&self, now: Duration) -> bool {
-        now < self.expires_at
+        crate::rules::before(now, self.expires_at)
+    }
+
+    /// Moves the expiry to `max(expires_at, deadline)` (a renewal: never shortened) and returns the lease.
+    #[inline]
+    pub(crate) fn extend(&mut self, deadline: Duration) -> Self {
+        self.expires_at = crate::rules::later(self.expires_at, deadline);
+        *self
     }
 
     /// Time left at `now`: `expires_at - now`, or [`Duration::ZERO`] once expired.

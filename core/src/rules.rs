@@ -6,9 +6,34 @@ use core::time::Duration;
 
 use crate::{ClockPolicy, FencingToken, Lease, OwnerId, Rejection};
 
+/// An instant as one integer that orders as [`Duration`] does: the seconds in the high 64 bits, the nanoseconds in
+/// the low ones. Building it takes no arithmetic (the two fields side by side), and comparing two of them is one `cmp`
+/// and one `sbb`, where `Duration`'s derived order compares the fields one by one and selects between the answers.
+#[inline(always)]
+const fn instant(at: Duration) -> u128 {
+    (at.as_secs() as u128) << 64 | at.subsec_nanos() as u128
+}
+
+/// `earlier < later`, as [`Duration`] orders them.
+#[inline(always)]
+pub(crate) const fn before(earlier: Duration, later: Duration) -> bool {
+    instant(earlier) < instant(later)
+}
+
+/// The later of two instants (either one when they are equal, which are then the same [`Duration`]).
+#[inline(always)]
+pub(crate) const fn later(a: Duration, b: Duration) -> Duration {
+    if before(a, b) {
+        b
+    } else {
+        a
+    }
+}
+
 /// Step 1: the instant a request is evaluated at, advancing `observed` (the watermark) when time moved forward.
+#[inline(always)]
 pub(crate) fn observe(observed: &mut Duration, policy: ClockPolicy, now: Duration) -> Result<Duration, Rejection> {
-    if now >= *observed {
+    if !before(now, *observed) {
         *observed = now;
         Ok(now)
     } else {
@@ -20,6 +45,7 @@ pub(crate) fn observe(observed: &mut Duration, policy: ClockPolicy, now: Duratio
 }
 
 /// Step 2: the deadline a TTL gives at `now`.
+#[inline(always)]
 pub(crate) fn deadline(now: Duration, ttl: Duration) -> Result<Duration, Rejection> {
     if ttl.is_zero() {
         return Err(Rejection::InvalidTtl);
