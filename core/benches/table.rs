@@ -4,6 +4,10 @@
 //! Memory is measured, not computed: a counting global allocator reports the bytes the table holds once every
 //! resource has been granted and released (an idle resource: token high-water and revision kept, no lease record),
 //! and once every resource holds a lease. The figures are printed before the timings.
+//!
+//! Beside the commands, `table/baseline/N` times the physical floor of a random command on a table of `N` resources: a
+//! dependent random read (each read's address comes from the one before, so no two overlap) over an array of
+//! cache lines as large as that table in memory with every resource holding a lease. One memory miss per read.
 #![allow(clippy::expect_used, clippy::panic, reason = "a benchmark that fails its set-up or check stops")]
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -52,6 +56,46 @@ fn held(n: u64) -> (LeaseTable<u64, Discard>, Vec<FencingToken>) {
     (table, tokens)
 }
 
+/// The bytes a table of `n` resources holds with every resource holding a lease.
+fn held_bytes(n: u64) -> usize {
+    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    let table = held(n);
+    let bytes = LIVE_BYTES.load(Ordering::Relaxed) - before;
+    drop(table);
+    usize::try_from(bytes).expect("a table holds memory")
+}
+
+/// One cache line of the baseline: the position of the next line to read.
+#[repr(align(64))]
+struct Line {
+    next: usize,
+}
+
+/// `bytes` of cache lines linked into one random cycle (Sattolo's shuffle, from a fixed seed), so that following
+/// `next` from any line reads every line once, in an order the CPU's prefetchers cannot guess.
+fn cycle(bytes: usize) -> Vec<Line> {
+    let count = (bytes / std::mem::size_of::<Line>()).max(2);
+    let mut order: Vec<usize> = (0..count).collect();
+    let mut state = 0x243F_6A88_85A3_08D3u64;
+    for i in (1..count).rev() {
+        // splitmix64
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let j = usize::try_from(z % i as u64).expect("below count");
+        order.swap(i, j);
+    }
+    let mut lines: Vec<Line> = (0..count).map(|_| Line { next: 0 }).collect();
+    for (&from, &to) in order.iter().zip(order.iter().cycle().skip(1)) {
+        if let Some(line) = lines.get_mut(from) {
+            line.next = to;
+        }
+    }
+    lines
+}
+
 fn memory() {
     for n in SIZES {
         let before = LIVE_BYTES.load(Ordering::Relaxed);
@@ -81,6 +125,15 @@ fn commands(c: &mut Criterion) {
     let mut group = c.benchmark_group("table");
     group.throughput(Throughput::Elements(1));
     for n in SIZES {
+        let lines = cycle(held_bytes(n));
+        let mut at = 0usize;
+        group.bench_with_input(BenchmarkId::new("baseline", n), &n, |b, _| {
+            b.iter(|| {
+                at = lines.get(at).map_or(0, |line| line.next);
+                black_box(at)
+            });
+        });
+        drop(lines);
         let (mut table, _) = held(n);
         let mut i = 0u64;
         group.bench_with_input(BenchmarkId::new("renew", n), &n, |b, &n| {

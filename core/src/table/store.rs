@@ -2,10 +2,13 @@
 //!
 //! - `entries`: one [`Entry`] per resource the table knows, in the order it first granted them. A resource never
 //!   leaves a table (its token high-water is kept for good), so an entry's position never changes.
-//! - `index`: a hash table of positions into `entries`, hashed with a fixed seed (nothing depends on randomness).
+//! - `index`: a hash table, hashed with a fixed seed (nothing depends on randomness), whose bucket holds the
+//!   resource's two places: its entry's position in `entries` and its lease record's position in `leases`. A lookup
+//!   that lands on the bucket knows both addresses, so the entry (checked against the key) and the record load at
+//!   once: a random command waits for the index, then for one more miss, where it waited for three in a row.
 //! - `leases`: the lease records, live or expired, out of line and dense: a resource with no lease record costs no
-//!   room for one. A record removed is replaced by the last one (whose entry is pointed at its new place), and the
-//!   vector gives memory back once it is under a quarter full.
+//!   room for one. A record removed is replaced by the last one (whose entry and bucket are pointed at its new
+//!   place), and the vector gives memory back once it is under a quarter full.
 //! - `terms`: the election terms of the (few) resources that have had a leadership lease, by entry position.
 //!
 //! A record's token is always its resource's token high-water and its term the resource's term (a table's own
@@ -52,6 +55,13 @@ struct Entry<R> {
     has_term: bool,
 }
 
+/// An index bucket: where a resource's entry and lease record are. `lease` is always its entry's `lease`.
+#[derive(Clone, Copy)]
+struct Bucket {
+    entry: u32,
+    lease: u32,
+}
+
 /// A lease record out of line: its owner and times (split, so the record packs into 40 bytes), and its resource.
 #[derive(Clone, Copy)]
 struct Record {
@@ -89,24 +99,24 @@ impl Record {
     }
 }
 
-/// A resource found in the table (its position), or the hash it would be indexed under.
+/// A resource found in the table (its bucket), or the hash it would be indexed under.
 #[derive(Clone, Copy)]
 pub(super) struct Place {
     hash: u64,
-    position: Option<u32>,
+    bucket: Option<Bucket>,
 }
 
 impl Place {
     /// Whether the table knows the resource.
     pub(super) const fn is_known(self) -> bool {
-        self.position.is_some()
+        self.bucket.is_some()
     }
 }
 
 /// Every resource of a table.
 #[derive(Clone)]
 pub(super) struct Store<R> {
-    index: HashTable<u32>,
+    index: HashTable<Bucket>,
     entries: Vec<Entry<R>>,
     leases: Vec<Record>,
     terms: BTreeMap<u32, u64>,
@@ -127,11 +137,11 @@ impl<R> Store<R> {
         self.entries.len() < MAX_RESOURCES
     }
 
-    /// The state of `entry`, as a [`Slot`].
-    fn slot_of(&self, entry: &Entry<R>, position: u32) -> Slot {
+    /// The state of `entry`, at `position`, with its lease record at `lease`, as a [`Slot`].
+    fn slot_of(&self, entry: &Entry<R>, position: u32, lease: u32) -> Slot {
         let last_issued = FencingToken::new(entry.last_issued);
         let term = if entry.has_term { self.terms.get(&position).copied() } else { None };
-        let stored = match (last_issued, self.leases.get(entry.lease as usize)) {
+        let stored = match (last_issued, self.leases.get(lease as usize)) {
             (Some(token), Some(record)) => Some(record.stored(token, term)),
             _ => None,
         };
@@ -140,7 +150,7 @@ impl<R> Store<R> {
 
     /// Every resource, with its state, in no particular order.
     fn all(&self) -> impl Iterator<Item = (&R, Slot)> + '_ {
-        (0u32..).zip(&self.entries).map(|(position, entry)| (&entry.key, self.slot_of(entry, position)))
+        (0u32..).zip(&self.entries).map(|(position, entry)| (&entry.key, self.slot_of(entry, position, entry.lease)))
     }
 
     /// The greatest token issued for any resource.
@@ -163,18 +173,19 @@ impl<R: Hash + Eq> Store<R> {
     pub(super) fn place(&self, key: &R) -> Place {
         let hash = Self::hash(key);
         let entries = &self.entries;
-        let position = self
+        let bucket = self
             .index
-            .find(hash, |&position| entries.get(position as usize).is_some_and(|entry| entry.key == *key))
+            .find(hash, |bucket| entries.get(bucket.entry as usize).is_some_and(|entry| entry.key == *key))
             .copied();
-        Place { hash, position }
+        Place { hash, bucket }
     }
 
-    /// The table's own key at `place` and its state; `None` for a resource the table does not know.
+    /// The table's own key at `place` and its state; `None` for a resource the table does not know. The entry and the
+    /// lease record are read through the bucket's two positions, neither waiting for the other.
     pub(super) fn get(&self, place: Place) -> Option<(&R, Slot)> {
-        let position = place.position?;
-        let entry = self.entries.get(position as usize)?;
-        Some((&entry.key, self.slot_of(entry, position)))
+        let bucket = place.bucket?;
+        let entry = self.entries.get(bucket.entry as usize)?;
+        Some((&entry.key, self.slot_of(entry, bucket.entry, bucket.lease)))
     }
 
     /// The table's own key of `key` and its state.
@@ -185,8 +196,8 @@ impl<R: Hash + Eq> Store<R> {
     /// Stores `slot` as the state of the resource at `place`, adding the resource (as `key`) when the table does not
     /// know it. Returns `false`, changing nothing, when a new resource does not fit (see [`Self::has_room`]).
     pub(super) fn set(&mut self, place: Place, key: impl FnOnce() -> R, slot: Slot) -> bool {
-        let position = match place.position {
-            Some(position) => position,
+        let position = match place.bucket {
+            Some(bucket) => bucket.entry,
             None => {
                 let Ok(position) = u32::try_from(self.entries.len()) else { return false };
                 if position == NO_LEASE {
@@ -194,20 +205,25 @@ impl<R: Hash + Eq> Store<R> {
                 }
                 self.entries.push(Entry { key: key(), last_issued: 0, revision: 0, lease: NO_LEASE, has_term: false });
                 let entries = &self.entries;
-                self.index.insert_unique(place.hash, position, |&position| {
-                    entries.get(position as usize).map_or(0, |entry| Self::hash(&entry.key))
+                self.index.insert_unique(place.hash, Bucket { entry: position, lease: NO_LEASE }, |bucket| {
+                    entries.get(bucket.entry as usize).map_or(0, |entry| Self::hash(&entry.key))
                 });
                 position
             }
         };
-        self.write(position, slot);
+        self.write(place.hash, position, slot);
         true
     }
-}
 
-impl<R> Store<R> {
-    /// Writes `slot` into the entry at `position` (which exists) and its lease record.
-    fn write(&mut self, position: u32, slot: Slot) {
+    /// Points the bucket of the entry at `position`, indexed under `hash`, at the lease record at `lease`.
+    fn point(&mut self, hash: u64, position: u32, lease: u32) {
+        if let Some(bucket) = self.index.find_mut(hash, |bucket| bucket.entry == position) {
+            bucket.lease = lease;
+        }
+    }
+
+    /// Writes `slot` into the entry at `position` (which exists, indexed under `hash`) and its lease record.
+    fn write(&mut self, hash: u64, position: u32, slot: Slot) {
         if let Some(term) = slot.term {
             if self.terms.get(&position) != Some(&term) {
                 self.terms.insert(position, term);
@@ -227,24 +243,26 @@ impl<R> Store<R> {
                     // At most one record per resource, so there is always room: `leases.len() < entries.len()`.
                     entry.lease = at;
                     self.leases.push(record);
+                    self.point(hash, position, at);
                 }
             }
-            None => {
+            None if (at as usize) < self.leases.len() => {
                 entry.lease = NO_LEASE;
+                self.point(hash, position, NO_LEASE);
                 self.remove_lease(at);
             }
+            None => {}
         }
     }
 
-    /// Drops the lease record at `at`, if there is one: the last record takes its place.
+    /// Drops the lease record at `at` (which exists): the last record takes its place.
     fn remove_lease(&mut self, at: u32) {
-        if (at as usize) >= self.leases.len() {
-            return;
-        }
         self.leases.swap_remove(at as usize);
-        if let Some(moved) = self.leases.get(at as usize) {
-            if let Some(entry) = self.entries.get_mut(moved.entry as usize) {
+        if let Some(moved) = self.leases.get(at as usize).map(|record| record.entry) {
+            if let Some(entry) = self.entries.get_mut(moved as usize) {
                 entry.lease = at;
+                let hash = Self::hash(&entry.key);
+                self.point(hash, moved, at);
             }
         }
         let capacity = self.leases.capacity();
@@ -276,7 +294,7 @@ impl<R: Hash + Eq> FromIterator<(R, Slot)> for Store<R> {
         store.entries.reserve(expected);
         store.index.reserve(expected, |_| 0);
         for (key, slot) in resources {
-            let place = Place { hash: Self::hash(&key), position: None };
+            let place = Place { hash: Self::hash(&key), bucket: None };
             if !store.set(place, || key, slot) {
                 break;
             }
