@@ -5,9 +5,9 @@ require "fileutils"
 require "json"
 require "open3"
 require "rbconfig"
-require "shellwords"
 require "tempfile"
 require "tmpdir"
+require_relative "toolchain"
 
 # One proof for every gem the project builds (rake gem:smoke for the source gem, rake platform:prove for the
 # precompiled ones): install the .gem into a fresh GEM_HOME, as a user's `gem install` would, then run its
@@ -22,19 +22,11 @@ module InstalledGem
 
   module_function
 
-  # Evaluates EXPRESSION after sourcing script/toolchain.sh: one source for the cache layout.
-  def toolchain(expression)
-    out, status = Open3.capture2("bash", "-c", ". #{ROOT.shellescape}/script/toolchain.sh; #{expression}")
-    raise "script/toolchain.sh: #{expression} failed" unless status.success?
-
-    out.strip
-  end
-
   # The Ruby the source gem is proved with (rake gem:smoke; rake platform:prove too): the provisioned CRuby of
-  # script/toolchain.sh's LM_RUBY_MINOR_SMOKE (3.4, the newest minor, while the development Ruby is 3.3) when
+  # script/toolchain.env's LM_RUBY_MINOR_SMOKE (3.4, the newest minor, while the development Ruby is 3.3) when
   # bin/setup built one, else the Ruby running rake (where rubygems.org gave the Ruby its gems, as on GitHub).
   def smoke_ruby
-    provisioned = toolchain('lm_ruby_bin "$LM_RUBY_MINOR_SMOKE"')
+    provisioned = Toolchain.call("lm_ruby_bin", Toolchain.fetch("LM_RUBY_MINOR_SMOKE"))
     provisioned.empty? ? RbConfig.ruby : provisioned
   end
 

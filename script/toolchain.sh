@@ -4,13 +4,32 @@
 # Everything that is built once per machine lives in a cache directory outside the clone, so that a second
 # `bin/setup`, a later CI run and a fresh clone on the same machine reuse it; a cold machine builds it.
 
-# The CRuby minor the gem is developed against: the Ruby the binstubs run and the bundle's (Gemfile.lock pins its
-# bundled gems). It is 3.3 because Debian builds the pg gem (ruby-pg, for the PostgreSQL work) for CRuby 3.3 and no
-# newer minor. The source gem is proved with LM_RUBY_MINOR_SMOKE, the newest minor (rake gem:smoke, outside the
-# bundle). bin/setup provisions both.
-LM_RUBY_MINOR_DEFAULT=3.3
-LM_RUBY_MINOR_SMOKE=3.4
+# lm_load_constants FILE: sets a shell variable for each KEY=VALUE line of FILE, taking the value as it is written
+# (nothing in it is run or expanded); fails on a line that is neither that, a # comment nor empty.
+lm_load_constants() {
+  local line key
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in '' | '#'*) continue ;; esac
+    key="${line%%=*}"
+    if [[ "$line" != *=* || ! "$key" =~ ^LM_[A-Z0-9_]+$ ]]; then
+      printf '%s: not a KEY=VALUE line: %s\n' "$1" "$line" >&2
+      return 1
+    fi
+    printf -v "$key" '%s' "${line#*=}"
+  done <"$1"
+}
+
+# The constants Rake reads too (script/toolchain.env says what each one is, and the file's format): the CRuby minors
+# LM_RUBY_MINOR_DEFAULT and LM_RUBY_MINOR_SMOKE, the platform gems' LM_PLATFORM_MINORS (an array here), and the
+# folders of the cache below. rakelib/toolchain.rb computes LM_CACHE and the folders in it the same way. The file is
+# found beside this one without dirname: lm_dev_ruby must work with nothing on the PATH.
+case "${BASH_SOURCE[0]}" in */*) LM_CONSTANTS="${BASH_SOURCE[0]%/*}/toolchain.env" ;; *) LM_CONSTANTS=toolchain.env ;; esac
+lm_load_constants "$LM_CONSTANTS" || return
+read -r -a LM_PLATFORM_MINORS <<<"$LM_PLATFORM_MINORS"
 LM_CACHE="${LEASE_MACHINES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lease_machines}"
+LM_ARM64_SYSROOT="$LM_CACHE/$LM_ARM64_SYSROOT_DIR"
+LM_TOOLS="$LM_CACHE/$LM_TOOLS_DIR"
+LM_GEMS="$LM_CACHE/$LM_GEMS_DIR"
 
 # lm_ruby_prefix MINOR: where that CRuby is installed.
 lm_ruby_prefix() { printf '%s/rubies/ruby-%s\n' "$LM_CACHE" "$1"; }
@@ -70,12 +89,8 @@ lm_bundle_install() {
   return "$status"
 }
 
-# The precompiled platform gems (see rakelib/platform.rake): the CRuby minors each fat gem carries, the sysroot of
-# Debian's aarch64 builds of those CRubies that qemu-aarch64-static runs them in, and the tools (zig,
-# cargo-zigbuild, actionlint).
-LM_PLATFORM_MINORS=(3.3 3.4)
-LM_ARM64_SYSROOT="$LM_CACHE/sysroots/aarch64-linux-debian"
-LM_TOOLS="$LM_CACHE/tools"
+# The precompiled platform gems (see rakelib/platform.rake) are built for the aarch64 CRubies too: Debian's builds,
+# in LM_ARM64_SYSROOT, run by qemu-aarch64-static.
 
 # lm_cross_ruby_bin MINOR: that aarch64 `ruby` (a path in the sysroot), or nothing when it has not been provisioned.
 lm_cross_ruby_bin() {

@@ -77,7 +77,7 @@ install_gem_files() {
 # install_debian_gems MINOR PACKAGE...: those Debian packages' gems, in that order: the newest version any suite
 # lists, or for PACKAGE/SUITE the newest that SUITE lists (trixie's, where sid has moved on).
 install_debian_gems() {
-  local minor="$1" ruby gems="$LM_CACHE/gems" entry
+  local minor="$1" ruby gems="$LM_GEMS" entry
   shift
   ruby="$(lm_ruby_bin "$minor")"
   mkdir -p "$gems"

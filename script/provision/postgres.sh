@@ -37,7 +37,7 @@ provision_pg() {
   fi
   if pg_loads "$ruby"; then return; fi
 
-  local version deb tree="$LM_CACHE/gems/ruby-pg.tree" gem
+  local version deb tree="$LM_GEMS/ruby-pg.tree" gem
   version="$(suite_version ruby-pg "$RUBY_PG_SUITE")"
   [[ "$version" == "$RUBY_PG_VERSION"-* ]] ||
     { echo "provision: Debian $RUBY_PG_SUITE has ruby-pg '$version', not $RUBY_PG_VERSION" >&2; exit 1; }
@@ -48,7 +48,7 @@ provision_pg() {
   local so="$tree/usr/lib/x86_64-linux-gnu/ruby/vendor_ruby/$RUBY_PG_MINOR.0/pg_ext.so"
   check_ruby_pg "$deb" "$version" "$so"
   relink_ruby_pg "$ruby" "$so"
-  gem="$("$ruby" "$LM_PROVISION/deb2gem.rb" "$tree" "$LM_CACHE/gems")"
+  gem="$("$ruby" "$LM_PROVISION/deb2gem.rb" "$tree" "$LM_GEMS")"
   rm -rf "$tree"
   install_gem_files "$minor" ruby-pg "$gem"
   pg_loads "$ruby" || { echo "provision: pg was installed into Ruby $minor but does not load" >&2; exit 1; }

@@ -5,7 +5,8 @@ require "open3"
 
 # script/toolchain.sh's freshness rule for the checkout's extension, which every entry point (bin/ruby,
 # bin/worker-seven, bin/lease_machines, bin/setup) applies before it loads the gem: missing or older than any file
-# it is built from means stale. And which Ruby the binstubs run.
+# it is built from means stale. Which Ruby the binstubs run. And script/toolchain.env, the constants the shell and
+# Rake (rakelib/toolchain.rb) both read: the same values on both sides.
 class ToolchainTest < Minitest::Test
   TOOLCHAIN = File.expand_path("../../script/toolchain.sh", __dir__)
   SOURCES = %w[Cargo.toml Cargo.lock Gemfile.lock core/Cargo.toml core/src/lib.rs sim/Cargo.toml sim/src/lib.rs
@@ -14,6 +15,7 @@ class ToolchainTest < Minitest::Test
   def setup
     checkout_only!("tests this checkout's scripts")
     plain_suite_only!("runs bash in child processes")
+    require_relative "../../rakelib/toolchain"
     @root = scratch_dir("lease_machines-toolchain")
     SOURCES.each { write(_1, at: Time.now - 60) }
   end
@@ -95,16 +97,55 @@ class ToolchainTest < Minitest::Test
     assert_equal fake("new/ruby"), dev_ruby(path: File.join(@root, "new"))
   end
 
-  # A variable of script/toolchain.sh.
-  def toolchain(name)
-    out, status = Open3.capture2("/bin/bash", "-c", '. "$1"; printf %s "${!2}"', "-", TOOLCHAIN, name)
+  # The values of variables of script/toolchain.sh (an array's joined by spaces), one a name, with ENV added to its
+  # environment; of SCRIPT when given (a copy of it beside another toolchain.env).
+  PRINT = '. "$1" || exit; shift; for name; do declare -n value="$name"; printf "%s\n" "${value[*]}"; unset -n value; done'
+  def toolchain(*names, env: {}, script: TOOLCHAIN)
+    out, status = Open3.capture2(env, "/bin/bash", "-c", PRINT, "-", script, *names)
     assert status.success?
-    out
+    out.lines(chomp: true)
   end
 
   def test_the_development_ruby_is_3_3_and_the_source_gem_is_proved_with_3_4
-    assert_equal "3.3", toolchain("LM_RUBY_MINOR_DEFAULT"), "the one minor Debian's binary pg gem is built for"
-    assert_equal "3.4", toolchain("LM_RUBY_MINOR_SMOKE")
+    assert_equal %w[3.3], toolchain("LM_RUBY_MINOR_DEFAULT"), "the one minor Debian's binary pg gem is built for"
+    assert_equal %w[3.4], toolchain("LM_RUBY_MINOR_SMOKE")
+  end
+
+  def test_rake_reads_every_constant_the_shell_has
+    constants = Toolchain.constants
+    assert_includes constants.keys, "LM_PLATFORM_MINORS"
+    assert_equal constants.values, toolchain(*constants.keys)
+  end
+
+  def test_rake_finds_the_cache_and_its_folders_where_the_shell_does
+    [{ "LEASE_MACHINES_CACHE" => File.join(@root, "cache") },
+     { "LEASE_MACHINES_CACHE" => "", "XDG_CACHE_HOME" => File.join(@root, "xdg") },
+     { "LEASE_MACHINES_CACHE" => nil, "XDG_CACHE_HOME" => "", "HOME" => File.join(@root, "home") }].each do |env|
+      assert_equal toolchain("LM_CACHE", env: env), [Toolchain.cache(ENV.to_h.merge(env))], env.inspect
+    end
+    assert_equal toolchain("LM_ARM64_SYSROOT", "LM_TOOLS", "LM_GEMS"),
+                 [Toolchain.arm64_sysroot, Toolchain.tools, Toolchain.gems]
+  end
+
+  # Both sides read a copy of toolchain.sh's with another toolchain.env beside it.
+  def test_a_value_is_taken_as_written_and_any_other_line_is_refused
+    script = File.join(@root, "script", "toolchain.sh")
+    FileUtils.mkdir_p(File.dirname(script))
+    FileUtils.cp(TOOLCHAIN, script)
+    constants = File.join(@root, "script", "toolchain.env")
+    ran = File.join(@root, "ran")
+    expected = { "LM_CODE" => "$(touch #{ran}) `touch #{ran}` ${HOME} \"quoted\" a=b=", "LM_EMPTY" => "",
+                 "LM_LAST" => "without a newline" }
+    File.write(constants, "# a comment\n\n#{expected.map { "#{_1}=#{_2}" }.join("\n")}")
+    assert_equal expected, Toolchain.read(constants)
+    assert_equal expected.values, toolchain(*expected.keys, script: script)
+    refute File.exist?(ran), "nothing in a value is run"
+    ["export LM_X=1", " LM_X=1", "LM_X =1", "LM_X", "lm_x=1", "OTHER=1"].each do |line|
+      File.write(constants, "LM_A=1\n#{line}\n")
+      assert_raises(RuntimeError, line) { Toolchain.read(constants) }
+      _, status = Open3.capture2e("/bin/bash", "-c", '. "$1"', "-", script)
+      refute status.success?, "the shell refuses #{line.inspect}"
+    end
   end
 
   def test_a_provisioned_ruby_comes_before_the_path_ruby
