@@ -29,6 +29,10 @@ module LeaseMachines
   module ActiveJobSupport
     include TestSupport
 
+    # The settings of LeaseMachines::Jobs.configuration a test may change, put back as they were after it (the store
+    # apart: teardown closes it).
+    SETTINGS = %i[fence_record clock executor error_handler renewal jitter default_ttl].freeze
+
     # Defines +base+'s twin on PostgreSQL: a subclass named like it ("...PostgreSQLTest") that runs its tests but
     # +except+ (the ones only SQLite has a reason for) on PostgreSQL, and the tests the block defines.
     def self.on_postgresql(base, except: [], &body)
@@ -106,6 +110,7 @@ module LeaseMachines
       path = @path
       stores = @stores
       @errors = []
+      @configured = SETTINGS.to_h { [_1, LeaseMachines::Jobs.configuration.public_send(_1)] }
       LeaseMachines::Jobs.configure do |config|
         config.clock = clock.to_proc
         config.renewal = :manual
@@ -147,6 +152,9 @@ module LeaseMachines
       ActiveSupport::Notifications.unsubscribe(@subscription) if @subscription
       LeaseMachines::Jobs.renewer.stop
       LeaseMachines::Jobs.store = nil # closes the stores the factory opened
+      # What this file's setup and tests set (a test's fence_record that raises when used, say) does not outlive
+      # them: the README's examples, run in the same process, see the configuration as they would alone.
+      @configured&.each { |setting, value| LeaseMachines::Jobs.configuration.public_send(:"#{setting}=", value) }
       @other_store&.close
       ActiveRecord::Base.connection_handler.clear_all_connections!
       ActiveRecord::Base.remove_connection
