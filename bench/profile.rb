@@ -1,9 +1,10 @@
 # frozen_string_literal: true
 
 # Where a granted Authority#acquire and Table#acquire spend their time: each layer of the call timed alone (with
-# benchmark-ips, in the loop shape of bench/decisions.rb) and its Ruby objects counted per call
-# (GC.stat(:total_allocated_objects) over 100,000 calls, and the bytes Ruby's malloc took); then what the answer, a Data Decision, costs against other
-# kinds of value object (bench-only classes, to size what a change to the gem could save).
+# benchmark-ips, in the loop shape of bench/decisions.rb: Bench.timed's, bench/support.rb) and its Ruby objects counted
+# per call (GC.stat(:total_allocated_objects) over 100,000 calls, and the bytes Ruby's malloc took); then what the
+# answer, a Data Decision, costs against other kinds of value object (bench-only classes, to size what a change to the
+# gem could save).
 #
 #   ruby -Ilib bench/profile.rb           # YJIT off
 #   ruby --yjit -Ilib bench/profile.rb    # YJIT on
@@ -21,15 +22,6 @@ LeaseMachines::Authority.send(:public, :_acquire)
 LeaseMachines::Table.send(:public, :_acquire)
 
 module Bench
-  # Keyword methods of the gem's shape over the floor's empty native methods (as in bench/decisions.rb).
-  module KeywordFloor
-    def acquire(owner:, now:, ttl:) = _acquire(owner, now, ttl)
-
-    def table_acquire(resource:, owner:, now:, ttl:, expected_revision: nil)
-      _table_acquire(resource, owner, now, ttl, expected_revision)
-    end
-  end
-
   # A Decision as a frozen Struct.
   StructDecision = Struct.new(:status, :lease, :reason)
 
@@ -45,110 +37,36 @@ module Bench
     end
   end
 
-  # The layers, each a lambda that runs +times+ calls and keeps its last answer in +last+ (label => answer).
+  # The layers, key => [label, loop]: each a loop (Bench.timed) that runs +times+ calls and keeps its last answer.
   module Profile
     TTL = 5.0
     CALLS = 100_000
 
     module_function
 
-    def authority_layers(last)
-      ttl = TTL
-      floor = LeaseMachines::BenchmarkFloor.new
-      authority = LeaseMachines::Authority.new
-      gem = LeaseMachines::Authority.new
+    # One layer's loop: +call+ (on `subject`), each time after `now += ttl` unless +still+ (+now+ the first value).
+    def layer(call, subject = nil, still: false, now: 0.0, **locals)
+      Bench.timed(call, step: ("now += ttl" unless still), subject:, now:, ttl: TTL, **locals)
+    end
+
+    def authority_layers
       # Owner 1 holds this one for ever, so owner 2 is refused (:occupied): the native path without a Lease.
       occupied = LeaseMachines::Authority.new.tap { |held| held.acquire(owner: 1, now: 0.0, ttl: 1e12) }
       tuple = [:granted, LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: 5.0), nil]
-      now = Hash.new(0.0)
+      floor = LeaseMachines::BenchmarkFloor.new
       {
-        "loop alone" => lambda do |times|
-          t = now[:loop]
-          i = 0
-          while i < times
-            t += ttl
-            i += 1
-          end
-          now[:loop] = t
-        end,
-        "floor: floor._acquire(1, now, ttl)" => lambda do |times|
-          t = now[:floor]
-          answer = nil
-          i = 0
-          while i < times
-            t += ttl
-            answer = floor._acquire(1, t, ttl)
-            i += 1
-          end
-          last[:floor] = answer
-          now[:floor] = t
-        end,
-        "keyword method over the floor" => lambda do |times|
-          t = now[:keyword]
-          answer = nil
-          i = 0
-          while i < times
-            t += ttl
-            answer = floor.acquire(owner: 1, now: t, ttl:)
-            i += 1
-          end
-          last[:keyword] = answer
-          now[:keyword] = t
-        end,
-        "native _acquire, :occupied (Decision)" => lambda do |times|
-          t = now[:occupied]
-          answer = nil
-          i = 0
-          while i < times
-            t += ttl
-            answer = occupied._acquire(2, t, ttl)
-            i += 1
-          end
-          last[:occupied] = answer
-          now[:occupied] = t
-        end,
-        "native _acquire, :granted (Decision, Lease)" => lambda do |times|
-          t = now[:native]
-          answer = nil
-          i = 0
-          while i < times
-            t += ttl
-            answer = authority._acquire(1, t, ttl)
-            i += 1
-          end
-          last[:native] = answer
-          now[:native] = t
-        end,
-        "Lease.new(owner: 1, token: 1, expires_at: 5.0), checked" => lambda do |times|
-          answer = nil
-          i = 0
-          while i < times
-            answer = LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: 5.0)
-            i += 1
-          end
-          last[:lease] = answer
-        end,
-        "Decision.new(*tuple) (Data.new in Ruby, for comparison)" => lambda do |times|
-          answer = nil
-          i = 0
-          while i < times
-            answer = LeaseMachines::Decision.new(*tuple)
-            i += 1
-          end
-          last[:decision] = answer
-        end,
-        "Authority#acquire (the gem)" => lambda do |times|
-          t = now[:gem]
-          answer = nil
-          i = 0
-          while i < times
-            t += ttl
-            answer = gem.acquire(owner: 1, now: t, ttl:)
-            i += 1
-          end
-          last[:gem] = answer
-          now[:gem] = t
-        end
+        loop: ["loop alone", layer(nil)],
+        floor: ["floor: floor._acquire(1, now, ttl)", layer("subject._acquire(1, now, ttl)", floor)],
+        keyword: ["keyword method over the floor", layer("subject.acquire(owner: 1, now:, ttl:)", floor)],
+        occupied: ["native _acquire, :occupied (Decision)", layer("subject._acquire(2, now, ttl)", occupied)],
+        native: ["native _acquire, :granted (Decision, Lease)",
+                 layer("subject._acquire(1, now, ttl)", LeaseMachines::Authority.new)],
+        lease: ["Lease.new(owner: 1, token: 1, expires_at: 5.0), checked",
+                layer("LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: 5.0)", still: true)],
+        decision: ["Decision.new(*tuple) (Data.new in Ruby, for comparison)",
+                   layer("LeaseMachines::Decision.new(*subject)", tuple, still: true)],
+        gem: ["Authority#acquire (the gem)",
+              layer("subject.acquire(owner: 1, now:, ttl:)", LeaseMachines::Authority.new)]
       }
     end
 
@@ -160,137 +78,40 @@ module Bench
       Bench.expect!("Authority#acquire", last[:gem].status, :granted)
     end
 
-    def table_layers(last)
-      ttl = TTL
+    def table_layers
       resource = "reports/2026-11"
       floor = LeaseMachines::BenchmarkFloor.new
       table = LeaseMachines::Table.new
-      gem = LeaseMachines::Table.new
-      lease = table._acquire(resource, 1, 1.0, ttl, nil).lease
-      row = lease.deconstruct
-      now = Hash.new(1.0)
+      lease = table._acquire(resource, 1, 1.0, TTL, nil).lease
       {
-        "floor: floor._table_acquire(resource, 1, now, ttl, nil)" => lambda do |times|
-          t = now[:floor]
-          answer = nil
-          i = 0
-          while i < times
-            t += ttl
-            answer = floor._table_acquire(resource, 1, t, ttl, nil)
-            i += 1
-          end
-          last[:floor] = answer
-          now[:floor] = t
-        end,
-        "keyword method over the floor" => lambda do |times|
-          t = now[:keyword]
-          answer = nil
-          i = 0
-          while i < times
-            t += ttl
-            answer = floor.table_acquire(resource:, owner: 1, now: t, ttl:)
-            i += 1
-          end
-          last[:keyword] = answer
-          now[:keyword] = t
-        end,
-        "native _acquire, :granted (Decision, TableLease, String)" => lambda do |times|
-          t = now[:native]
-          answer = nil
-          i = 0
-          while i < times
-            t += ttl
-            answer = table._acquire(resource, 1, t, ttl, nil)
-            i += 1
-          end
-          last[:native] = answer
-          now[:native] = t
-        end,
-        "TableLease.new(*row) (Data.new in Ruby, for comparison)" => lambda do |times|
-          answer = nil
-          i = 0
-          while i < times
-            answer = LeaseMachines::TableLease.new(*row)
-            i += 1
-          end
-          last[:lease] = answer
-        end,
-        "Decision.new(status, lease, reason) (Data.new in Ruby, for comparison)" => lambda do |times|
-          answer = nil
-          i = 0
-          while i < times
-            answer = LeaseMachines::Decision.new(:granted, lease, nil)
-            i += 1
-          end
-          last[:decision] = answer
-        end,
-        "Table#acquire (the gem)" => lambda do |times|
-          t = now[:gem]
-          answer = nil
-          i = 0
-          while i < times
-            t += ttl
-            answer = gem.acquire(resource:, owner: 1, now: t, ttl:)
-            i += 1
-          end
-          last[:gem] = answer
-          now[:gem] = t
-        end
+        floor: ["floor: floor._table_acquire(resource, 1, now, ttl, nil)",
+                layer("subject._table_acquire(resource, 1, now, ttl, nil)", floor, now: 1.0, resource:)],
+        keyword: ["keyword method over the floor",
+                  layer("subject.table_acquire(resource:, owner: 1, now:, ttl:)", floor, now: 1.0, resource:)],
+        native: ["native _acquire, :granted (Decision, TableLease, String)",
+                 layer("subject._acquire(resource, 1, now, ttl, nil)", table, now: 1.0, resource:)],
+        lease: ["TableLease.new(*row) (Data.new in Ruby, for comparison)",
+                layer("LeaseMachines::TableLease.new(*subject)", lease.deconstruct, still: true)],
+        decision: ["Decision.new(status, lease, reason) (Data.new in Ruby, for comparison)",
+                   layer("LeaseMachines::Decision.new(:granted, subject, nil)", lease, still: true)],
+        gem: ["Table#acquire (the gem)", layer("subject.acquire(resource:, owner: 1, now:, ttl:)",
+                                               LeaseMachines::Table.new, now: 1.0, resource:)]
       }
     end
 
     # What building the answer in Ruby costs with other kinds of value object than the gem's Data Decision
     # (bench-only classes; the gem is unchanged), against the ~40 ns the extension's native build of it adds.
-    def decision_layers(last)
+    def decision_layers
       lease = LeaseMachines::Lease.new(owner: 1, token: 1, expires_at: 5.0)
       tuple = [:granted, lease, nil]
-      rejection = LeaseMachines::Decision.new(:rejected, nil, :occupied)
       {
-        "Data: Decision.new(*tuple)" => lambda do |times|
-          answer = nil
-          i = 0
-          while i < times
-            answer = LeaseMachines::Decision.new(*tuple)
-            i += 1
-          end
-          last[:data] = answer
-        end,
-        "Data: Decision.new(status:, lease:, reason:)" => lambda do |times|
-          answer = nil
-          i = 0
-          while i < times
-            answer = LeaseMachines::Decision.new(status: :granted, lease:, reason: nil)
-            i += 1
-          end
-          last[:keywords] = answer
-        end,
-        "Struct, positional, frozen" => lambda do |times|
-          answer = nil
-          i = 0
-          while i < times
-            answer = StructDecision.new(*tuple).freeze
-            i += 1
-          end
-          last[:struct] = answer
-        end,
-        "plain class, positional initialize, frozen" => lambda do |times|
-          answer = nil
-          i = 0
-          while i < times
-            answer = PlainDecision.new(*tuple)
-            i += 1
-          end
-          last[:plain] = answer
-        end,
-        "one frozen Decision per reason, reused" => lambda do |times|
-          answer = nil
-          i = 0
-          while i < times
-            answer = rejection
-            i += 1
-          end
-          last[:cached] = answer
-        end
+        data: ["Data: Decision.new(*tuple)", layer("LeaseMachines::Decision.new(*subject)", tuple, still: true)],
+        keywords: ["Data: Decision.new(status:, lease:, reason:)",
+                   layer("LeaseMachines::Decision.new(status: :granted, lease:, reason: nil)", still: true, lease:)],
+        struct: ["Struct, positional, frozen", layer("StructDecision.new(*subject).freeze", tuple, still: true)],
+        plain: ["plain class, positional initialize, frozen", layer("PlainDecision.new(*subject)", tuple, still: true)],
+        cached: ["one frozen Decision per reason, reused",
+                 layer("subject", LeaseMachines::Decision.new(:rejected, nil, :occupied), still: true)]
       }
     end
 
@@ -312,9 +133,11 @@ module Bench
       GC.enable
     end
 
+    # Counts and times the +layers+, prints their figures, and returns each one's last answer (key => answer).
     def run(title, layers)
-      counts = layers.transform_values { |layer| allocations(layer) }
-      figures = Bench.ips { |job| layers.each { |label, layer| job.report(label, &layer) } }
+      loops = layers.values.to_h
+      counts = loops.transform_values { |layer| allocations(layer) }
+      figures = Bench.ips { |job| loops.each { |label, layer| job.report(label, &layer) } }
       puts
       puts "## #{title}"
       puts format("  %-56s %10s %8s %14s %16s", "", "ns/call", "±", "objects/call", "malloc B/call")
@@ -322,24 +145,17 @@ module Bench
         objects, bytes = counts.fetch(label)
         puts format("  %-56s %10.1f %7.1f%% %14.2f %16.1f", label, figure.ns, figure.error, objects, bytes)
       end
-      figures
+      layers.transform_values { |(_, layer)| Bench.local(layer) }
     end
   end
 end
 
-LeaseMachines::BenchmarkFloor.include(Bench::KeywordFloor)
-
 $stdout.sync = true
 Bench.header("lease_machines: where acquire's time goes")
-last = {}
-Bench::Profile.run("Authority#acquire, granted", Bench::Profile.authority_layers(last))
-Bench::Profile.check_authority!(last)
-last = {}
-Bench::Profile.run("Table#acquire, granted", Bench::Profile.table_layers(last))
-Bench::Profile.check_table!(last)
-last = {}
-Bench::Profile.run("The answer alone: the gem's Data Decision against other kinds of value",
-                   Bench::Profile.decision_layers(last))
+Bench::Profile.check_authority!(Bench::Profile.run("Authority#acquire, granted", Bench::Profile.authority_layers))
+Bench::Profile.check_table!(Bench::Profile.run("Table#acquire, granted", Bench::Profile.table_layers))
+last = Bench::Profile.run("The answer alone: the gem's Data Decision against other kinds of value",
+                          Bench::Profile.decision_layers)
 Bench.expect!("Decision kinds", last.values_at(:data, :keywords, :struct, :plain).map(&:status), [:granted] * 4)
 puts
 puts "GC: #{GC.count} runs so far, #{GC.stat(:total_allocated_objects)} objects allocated in the whole run"

@@ -62,9 +62,8 @@ module Reference
       owner = id!(:owner, owner)
       now = seconds!(:now, now)
       ttl = seconds!(:ttl, ttl)
-      return rejected(:clock_regressed) unless observe(now)
-      return rejected(:invalid_ttl) if ttl.zero?
-      return rejected(:deadline_overflow) if now + ttl > MAX_SECONDS
+      refusal = untimely(now, ttl)
+      return rejected(refusal) if refusal
       return rejected(:occupied) if @lease && now < @lease.expires_at
       return rejected(:token_space_exhausted) if @last_issued == MAX_ID
 
@@ -79,11 +78,7 @@ module Reference
       token = id!(:token, token)
       now = seconds!(:now, now)
       ttl = seconds!(:ttl, ttl)
-      return rejected(:clock_regressed) unless observe(now)
-      return rejected(:invalid_ttl) if ttl.zero?
-      return rejected(:deadline_overflow) if now + ttl > MAX_SECONDS
-
-      refusal = refusal(owner, token, now)
+      refusal = untimely(now, ttl) || refusal(owner, token, now)
       return rejected(refusal) if refusal
 
       @lease = @lease.with(expires_at: [@lease.expires_at, now + ttl].max)
@@ -95,9 +90,7 @@ module Reference
       owner = id!(:owner, owner)
       token = id!(:token, token)
       now = seconds!(:now, now)
-      return rejected(:clock_regressed) unless observe(now)
-
-      refusal = refusal(owner, token, now)
+      refusal = untimely(now) || refusal(owner, token, now)
       return rejected(refusal) if refusal
 
       @lease = nil
@@ -106,13 +99,17 @@ module Reference
 
     private
 
-    # The clock check: false for a +now+ before the watermark; otherwise the watermark moves up to +now+ (and stays
-    # there even if a later check refuses the request).
-    def observe(now)
-      return false if now < @observed
+    # Why a request at +now+ (for +ttl+ seconds, for one that asks for time) is refused before its lease is looked
+    # at, or nil. The clock check comes first: a +now+ before the watermark is :clock_regressed; otherwise the
+    # watermark moves up to +now+ (and stays there even if a later check refuses the request).
+    def untimely(now, ttl = nil)
+      return :clock_regressed if now < @observed
 
       @observed = now
-      true
+      return unless ttl
+      return :invalid_ttl if ttl.zero?
+
+      :deadline_overflow if now + ttl > MAX_SECONDS
     end
 
     # Why +owner+ with +token+ does not hold a live lease at +now+, or nil when it does.

@@ -7,7 +7,8 @@ require "json"
 require "lease_machines"
 
 # What bench/decisions.rb and bench/profile.rb share: the machine header, benchmark-ips with the suite's settings, the
-# check that a workload took the path it is meant to time, and the figures' format.
+# timed loops, the keyword methods over the floor, the check that a workload took the path it is meant to time, and
+# the figures' format.
 module Bench
   # benchmark-ips' warmup and measurement time per report, in seconds.
   WARMUP = Float(ENV.fetch("BENCH_WARMUP", "1"))
@@ -18,7 +19,67 @@ module Bench
     def ns = 1e9 / ips
   end
 
+  # The gem's keyword methods over LeaseMachines::BenchmarkFloor's native methods (ffi/src/floor.rs), in the shape of
+  # lib/lease_machines/authority.rb and table.rb: a keyword method calling the native one on self. Over the empty
+  # methods, the keyword floor; over those that build a grant's or a renewal's records, the records floor.
+  module KeywordFloor
+    def acquire(owner:, now:, ttl:) = _acquire(owner, now, ttl)
+    def renew(owner:, token:, now:, ttl:) = _renew(owner, token, now, ttl)
+    def release(owner:, token:, now:) = _release(owner, token, now)
+
+    def table_acquire(resource:, owner:, now:, ttl:, expected_revision: nil)
+      _table_acquire(resource, owner, now, ttl, expected_revision)
+    end
+
+    def granted(owner:, now:, ttl:) = _granted(owner, now, ttl)
+    def renewed(owner:, token:, now:, ttl:) = _renewed(owner, token, now, ttl)
+
+    def table_granted(resource:, owner:, now:, ttl:, expected_revision: nil)
+      _table_granted(resource, owner, now, ttl, expected_revision)
+    end
+  end
+  LeaseMachines::BenchmarkFloor.include(KeywordFloor)
+
+  # Where the timed loops' source is evaluated: no local variables but a loop's own; self is Bench.
+  def self.scope = binding
+  private_class_method :scope
+
   module_function
+
+  # One benchmark-ips report in its manual-loop form (a lambda of the iteration count, which benchmark-ips times as
+  # such because its arity is 1), written out from one template rather than by hand:
+  #
+  #   i = 0
+  #   while i < times
+  #     <step>           # now += ttl, say
+  #     last = <call>    # subject.acquire(owner: 1, now:, ttl:), say; no line at all without a call
+  #     i += 1
+  #   end
+  #
+  # +locals+ are the loop's other variables with their first values (subject, now, ttl, ...); they and +last+, the
+  # latest answer, live on from one run of the lambda to the next: read them back with Bench.local. The source is
+  # evaluated anew for every report, so each loop is its own instruction sequence with its own inline caches, as a
+  # loop written out is: the call stays inline, with no block, yield or send per iteration, and the figures are those
+  # of the loops written out by hand.
+  def timed(call, step: nil, **locals)
+    source = <<~RUBY
+      ->(#{locals.keys.map { |name| "#{name}:" }.join(', ')}) do
+        last = nil
+        lambda do |times|
+          i = 0
+          while i < times
+            #{step}
+            #{"last = #{call}" if call}
+            i += 1
+          end
+        end
+      end
+    RUBY
+    eval(source, scope, "#{__FILE__} (Bench.timed: #{call || step})", 1).call(**locals)
+  end
+
+  # The variable +name+ of a loop Bench.timed made: by default its latest answer.
+  def local(loop, name = :last) = loop.binding.local_variable_get(name)
 
   def yjit? = defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? ? true : false
 

@@ -11,7 +11,8 @@ namespace :bench do
 
   results = "tmp/bench"
 
-  desc "Time Authority#acquire/renew/release, Fence#accept and Table#acquire against the native floor and pure Ruby"
+  desc "Time Authority#acquire/renew/release, Fence#accept and Table#acquire against the native floors (empty, " \
+       "behind keywords, building the answer's records) and pure Ruby"
   task decisions: :compile do
     mkdir_p results
     modes.each do |mode, flags|
