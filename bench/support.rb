@@ -63,6 +63,7 @@ module Bench
   # of the loops written out by hand.
   def timed(call, step: nil, **locals)
     source = <<~RUBY
+      # frozen_string_literal: true
       ->(#{locals.keys.map { |name| "#{name}:" }.join(', ')}) do
         last = nil
         lambda do |times|

@@ -25,7 +25,7 @@ lm_load_constants() {
 # found beside this one without dirname: lm_dev_ruby must work with nothing on the PATH.
 case "${BASH_SOURCE[0]}" in */*) LM_CONSTANTS="${BASH_SOURCE[0]%/*}/toolchain.env" ;; *) LM_CONSTANTS=toolchain.env ;; esac
 lm_load_constants "$LM_CONSTANTS" || return
-read -r -a LM_PLATFORM_MINORS <<<"$LM_PLATFORM_MINORS"
+IFS=' ' read -r -a LM_PLATFORM_MINORS <<<"$LM_PLATFORM_MINORS"
 LM_CACHE="${LEASE_MACHINES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lease_machines}"
 LM_ARM64_SYSROOT="$LM_CACHE/$LM_ARM64_SYSROOT_DIR"
 LM_TOOLS="$LM_CACHE/$LM_TOOLS_DIR"

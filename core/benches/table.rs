@@ -56,11 +56,11 @@ fn held(n: u64) -> (LeaseTable<u64, Discard>, Vec<FencingToken>) {
     (table, tokens)
 }
 
-/// The bytes a table of `n` resources holds with every resource holding a lease.
+/// The bytes a table of `n` resources holds with every resource holding a lease (without the tokens `held` returns).
 fn held_bytes(n: u64) -> usize {
     let before = LIVE_BYTES.load(Ordering::Relaxed);
     let table = held(n);
-    let bytes = LIVE_BYTES.load(Ordering::Relaxed) - before;
+    let bytes = LIVE_BYTES.load(Ordering::Relaxed) - before - (n as isize) * 8;
     drop(table);
     usize::try_from(bytes).expect("a table holds memory")
 }

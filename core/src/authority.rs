@@ -127,7 +127,7 @@ impl LeaseAuthority {
         }
         match &mut self.lease {
             Some(lease) => Decision::Renewed(lease.extend(deadline)),
-            // Never taken: `current_lease` found the lease. Extending it in place writes the expiry alone.
+            // Never taken: `current_lease` found the lease, which the arm above extends in place (the expiry alone).
             None => Decision::Rejected(Rejection::NotHeld),
         }
     }

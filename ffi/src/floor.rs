@@ -4,7 +4,7 @@
 //!
 //! The records floor (`_granted`, `_renewed`, `_table_granted`) takes the same arguments and builds, with `data`'s
 //! builders, the frozen answer a grant or a renewal returns: a `Decision` and its `Lease` (for a table, its
-//! `TableLease` and that lease's resource String). It decides nothing and converts no argument: every answer
+//! `TableLease` and that lease's resource String). It decides nothing and converts no argument but a table's resource name: every answer
 //! carries one fixed lease (owner 1, token 1, expiring at 5 s), on the resource named for a table. A refusal has no
 //! records floor of its own: it returns a `Decision` built once and kept (`data::refusal`), so the empty methods
 //! are its floor.
