@@ -71,8 +71,9 @@ struct Line {
     next: usize,
 }
 
-/// `bytes` of cache lines linked into one random cycle (Sattolo's shuffle, from a fixed seed), so that following
-/// `next` from any line reads every line once, in an order the CPU's prefetchers cannot guess.
+/// `bytes` of cache lines linked into one cycle in a shuffled order (splitmix64 from a fixed seed): each line points
+/// at the next in that order and the last at the first, so that following `next` from any line reads every line once,
+/// in an order the CPU's prefetchers cannot guess.
 fn cycle(bytes: usize) -> Vec<Line> {
     let count = (bytes / std::mem::size_of::<Line>()).max(2);
     let mut order: Vec<usize> = (0..count).collect();

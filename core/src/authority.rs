@@ -122,13 +122,12 @@ impl LeaseAuthority {
             Ok(times) => times,
             Err(rejection) => return Decision::Rejected(rejection),
         };
-        if let Err(rejection) = rules::current_lease(self.lease, owner, token, now) {
-            return Decision::Rejected(rejection);
-        }
-        match &mut self.lease {
-            Some(lease) => Decision::Renewed(lease.extend(deadline)),
-            // Never taken: `current_lease` found the lease, which the arm above extends in place (the expiry alone).
-            None => Decision::Rejected(Rejection::NotHeld),
+        match rules::held_lease(&mut self.lease, owner, token, now) {
+            Ok(lease) => {
+                *lease = lease.extended(deadline);
+                Decision::Renewed(*lease)
+            }
+            Err(rejection) => Decision::Rejected(rejection),
         }
     }
 

@@ -49,11 +49,10 @@ impl Lease {
         crate::rules::before(now, self.expires_at)
     }
 
-    /// Moves the expiry to `max(expires_at, deadline)` (a renewal: never shortened) and returns the lease.
+    /// The same lease expiring at `max(expires_at, deadline)`: a renewal, never shorter.
     #[inline]
-    pub(crate) fn extend(&mut self, deadline: Duration) -> Self {
-        self.expires_at = crate::rules::later(self.expires_at, deadline);
-        *self
+    pub(crate) const fn extended(self, deadline: Duration) -> Self {
+        Self { expires_at: crate::rules::later(self.expires_at, deadline), ..self }
     }
 
     /// Time left at `now`: `expires_at - now`, or [`Duration::ZERO`] once expired.

@@ -73,12 +73,22 @@ pub(crate) fn vacant_for(lease: Option<Lease>, owner: OwnerId, now: Duration, ro
 /// The current lease, if it is `owner`'s with `token` and live at `now`; else why not: no lease on record
 /// (`NotHeld`), another token (`StaleToken`), another owner (`WrongOwner`), or expired.
 pub(crate) fn current_lease(
-    lease: Option<Lease>,
+    mut lease: Option<Lease>,
     owner: OwnerId,
     token: FencingToken,
     now: Duration,
 ) -> Result<Lease, Rejection> {
-    let lease = lease.ok_or(Rejection::NotHeld)?;
+    held_lease(&mut lease, owner, token, now).copied()
+}
+
+/// [`current_lease`], as the record itself, for a change in place (a renewal writes the expiry alone).
+pub(crate) fn held_lease(
+    lease: &mut Option<Lease>,
+    owner: OwnerId,
+    token: FencingToken,
+    now: Duration,
+) -> Result<&mut Lease, Rejection> {
+    let lease = lease.as_mut().ok_or(Rejection::NotHeld)?;
     if lease.token() != token {
         Err(Rejection::StaleToken)
     } else if lease.owner() != owner {

@@ -136,13 +136,8 @@ impl<R: Ord + Hash + Clone, S: EventSink<R>> LeaseTable<R, S> {
                 (kind, None)
             }
             Change::Renew { deadline } => {
-                after.stored = before.stored.map(|stored| {
-                    let lease = stored.lease;
-                    StoredLease {
-                        lease: Lease::new(lease.owner(), lease.token(), lease.expires_at().max(deadline)),
-                        ..stored
-                    }
-                });
+                after.stored =
+                    before.stored.map(|stored| StoredLease { lease: stored.lease.extended(deadline), ..stored });
                 (EventKind::Renewed, None)
             }
             Change::End { kind } => {

@@ -255,8 +255,11 @@ impl<R: Hash + Eq> Store<R> {
         }
     }
 
-    /// Drops the lease record at `at` (which exists): the last record takes its place.
+    /// Drops the lease record at `at`, if there is one: the last record takes its place.
     fn remove_lease(&mut self, at: u32) {
+        if (at as usize) >= self.leases.len() {
+            return;
+        }
         self.leases.swap_remove(at as usize);
         if let Some(moved) = self.leases.get(at as usize).map(|record| record.entry) {
             if let Some(entry) = self.entries.get_mut(moved as usize) {
