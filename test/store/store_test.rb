@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "etc"
 require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
 
 # The SQLite store: every decision, durably, and every error path with nothing half-applied.
@@ -130,13 +131,44 @@ class StoreTest < Minitest::Test
     @store.acquire(resource: R, owner: 7, ttl: 1.0, now: 0.0)
     @store.close
     @store = nil
-    FileUtils.chmod("a-w", Dir[File.join(@dir, "*")] + [@dir])
-    skip "running as root: file permissions do not stop writes" if Process.uid.zero? && File.writable?(@path)
-    error = assert_raises(LeaseMachines::StoreError) do
+    files = Dir[File.join(@dir, "*")] + [@dir]
+    FileUtils.chmod("a-w", files)
+    raised, message = raised_where_permissions_bind(files) do
       store = reopen
       store.acquire(resource: R, owner: 12, ttl: 1.0, now: 5.0)
     end
-    assert_match(/lease store/, error.message)
+    assert_equal "LeaseMachines::StoreError", raised
+    assert_match(/lease store/, message)
+    FileUtils.chmod("u+w", files)
+    assert_equal 1, reopen.tap { @store = _1 }.checkpoint(resource: R).last_issued, "nothing was granted"
+  end
+
+  # The class name and message of what the block raised (nil when it raised nothing), run where file permissions
+  # bind: in this process, or, as root (whom they do not stop), in a child that gives root up for nobody, with
+  # +files+ made readable to it.
+  def raised_where_permissions_bind(files)
+    return capture_raised { yield } unless Process.uid.zero?
+
+    FileUtils.chmod("go+rX", files)
+    reader, writer = IO.pipe
+    pid = fork do
+      reader.close
+      nobody = Etc.getpwnam("nobody")
+      Process::GID.change_privilege(nobody.gid)
+      Process::UID.change_privilege(nobody.uid)
+      writer.write(Marshal.dump(capture_raised { yield }))
+      writer.close
+      exit!(0)
+    end
+    writer.close
+    Marshal.load(reader.read).tap { Process.wait(pid) }
+  end
+
+  def capture_raised
+    yield
+    nil
+  rescue StandardError => e
+    [e.class.name, e.message]
   end
 
   def test_a_read_only_connection_raises_store_error_and_grants_nothing
