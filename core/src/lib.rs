@@ -14,6 +14,7 @@ mod clock;
 mod decision;
 #[cfg(feature = "alloc")]
 mod election;
+mod event;
 mod fence;
 #[cfg(feature = "alloc")]
 mod fence_guard;
@@ -35,6 +36,7 @@ pub use authority::LeaseAuthority;
 pub use checkpoint::Checkpoint;
 pub use clock::ClockPolicy;
 pub use decision::{Decision, Rejection};
+pub use event::{Event, EventKind};
 pub use fence::Fence;
 pub use holder::{Cadence, Holder, HolderState};
 pub use lease::Lease;
@@ -54,7 +56,7 @@ pub use election::{
 pub use fence_guard::{FenceGuard, FenceMark, FencedWrite};
 #[cfg(feature = "alloc")]
 pub use table::{
-    audit, validate_record, AuditReport, BatchResult, Command, Discard, Event, EventKind, EventLog, EventSink, Finding,
-    FindingCode, IssueCode, LeaseRecord, LeaseTable, Metrics, MetricsIssue, ResourceRecord, StateIssue,
-    TableCheckpoint, TableDecision, TableLease, TimedCommand,
+    audit, validate_record, AuditReport, BatchResult, Command, Discard, EventLog, EventSink, Finding, FindingCode,
+    IssueCode, LeaseRecord, LeaseTable, Metrics, MetricsIssue, ResourceRecord, StateIssue, TableCheckpoint,
+    TableDecision, TableLease, TimedCommand,
 };

@@ -2,7 +2,10 @@
 
 use core::time::Duration;
 
-use crate::{Checkpoint, ClockPolicy, Decision, Fence, FencingToken, LeaseAuthority, OwnerId, Rejection, WriteCheck};
+use crate::{
+    Checkpoint, ClockPolicy, Decision, Event, EventKind, Fence, FencingToken, Lease, LeaseAuthority, OwnerId,
+    Rejection, WriteCheck,
+};
 
 /// What a durable store keeps for one resource: the authority's [`Checkpoint`] and the row's revision, the count
 /// of accepted changes it has seen.
@@ -64,6 +67,14 @@ pub enum Request {
         /// How long the new owner's lease lasts from the request's instant.
         ttl: Duration,
     },
+    /// Ends the live lease with `token`, whoever holds it, as its holder's release would: an operator's revocation.
+    /// From then on `token` is refused by the fence (the lease is no longer held) and the next grant's token is
+    /// above it. Refused as that release would be (`NotHeld` without a lease, `StaleToken` for another token,
+    /// `Expired` once it has expired).
+    Revoke {
+        /// The token of the lease to end.
+        token: FencingToken,
+    },
 }
 
 /// What [`LeaseRow::decide`] answers: the decision, and the row to write back in the same transaction, if any.
@@ -72,6 +83,17 @@ pub enum Request {
 pub struct RowDecision {
     decision: Decision,
     write: Option<LeaseRow>,
+    at: Duration,
+    change: Option<Change>,
+}
+
+/// What an accepted request changed, for its [`Event`]: which change, the lease it concerns (after a grant or a
+/// renewal; for a release, the lease that ended) and the lease record it replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Change {
+    kind: EventKind,
+    lease: Lease,
+    replaced: Option<Lease>,
 }
 
 impl LeaseRow {
@@ -118,6 +140,11 @@ impl LeaseRow {
             Request::Reacquire { owner, ttl } => authority.reacquire(owner, now, ttl),
             Request::Renew { owner, token, ttl } => authority.renew(owner, token, now, ttl),
             Request::Release { owner, token } => authority.release(owner, token, now),
+            Request::Revoke { token } => {
+                // The holder's own release: without a lease on record the owner is never looked at (`NotHeld`).
+                let holder = self.checkpoint.lease().map_or(OwnerId::new(0), |lease| lease.owner());
+                authority.release(holder, token, now)
+            }
             Request::Transfer { owner, token, new_owner, ttl } => match authority.release(owner, token, now) {
                 Decision::Released => {
                     let granted = authority.acquire(new_owner, now, ttl);
@@ -136,11 +163,39 @@ impl LeaseRow {
             },
         };
         let after = authority.checkpoint();
+        let at = after.observed();
         match (decision, self.revision.checked_add(1)) {
-            (Decision::Rejected(rejection), _) => self.refused(rejection, after.observed()),
-            (_, None) => self.refused(Rejection::RevisionSpaceExhausted, after.observed()),
-            (_, Some(revision)) => RowDecision { decision, write: Some(Self { checkpoint: after, revision }) },
+            (Decision::Rejected(rejection), _) => self.refused(rejection, at),
+            (_, None) => self.refused(Rejection::RevisionSpaceExhausted, at),
+            (_, Some(revision)) => RowDecision {
+                decision,
+                write: Some(Self { checkpoint: after, revision }),
+                at,
+                change: self.change(request, decision, at),
+            },
         }
+    }
+
+    /// The change an accepted `decision` on this row made at `at`: a grant is a rotation
+    /// ([`EventKind::Reacquired`]) when it replaced the asker's own live lease, a takeover or a first grant
+    /// ([`EventKind::Acquired`]) otherwise, or a transfer; a release (or revocation) records the lease that ended.
+    fn change(&self, request: Request, decision: Decision, at: Duration) -> Option<Change> {
+        let before = self.checkpoint.lease();
+        let (kind, lease) = match (decision, request) {
+            (Decision::Granted(lease), Request::Transfer { .. }) => (EventKind::Transferred, lease),
+            (Decision::Granted(lease), Request::Reacquire { owner, .. })
+                if before.is_some_and(|held| held.owner() == owner && held.is_live(at)) =>
+            {
+                (EventKind::Reacquired, lease)
+            }
+            (Decision::Granted(lease), _) => (EventKind::Acquired, lease),
+            (Decision::Renewed(lease), _) => (EventKind::Renewed, lease),
+            (Decision::Released, _) => {
+                return before.map(|ended| Change { kind: EventKind::Released, lease: ended, replaced: None })
+            }
+            (Decision::Rejected(_), _) => return None,
+        };
+        Some(Change { kind, lease, replaced: before })
     }
 
     /// Checks a write carrying `token` at `now` against this row and `fence`, the mark earlier writes left:
@@ -156,7 +211,7 @@ impl LeaseRow {
             revision: self.revision,
         };
         let write = (observed != self.checkpoint.observed() || self.revision == 0).then_some(kept);
-        RowDecision { decision: Decision::Rejected(rejection), write }
+        RowDecision { decision: Decision::Rejected(rejection), write, at: observed, change: None }
     }
 }
 
@@ -172,5 +227,32 @@ impl RowDecision {
     #[must_use]
     pub const fn write(&self) -> Option<LeaseRow> {
         self.write
+    }
+
+    /// The instant the request was decided at: its `now`, or the row's watermark when that is later (under
+    /// [`ClockPolicy::Clamp`], the instant a late request is evaluated at; under [`ClockPolicy::Reject`], the
+    /// watermark that refused it).
+    #[must_use]
+    pub const fn at(&self) -> Duration {
+        self.at
+    }
+
+    /// The [`Event`] of `resource` that an accepted request records, for a store's event log; `None` for a refusal.
+    /// Its `at` is [`at`](Self::at), its `revision` the written row's, its `term` `None`. The events of a row's
+    /// accepted requests, in order, pass the auditor's `audit` (feature `alloc`).
+    #[must_use]
+    pub fn event<R>(&self, resource: R) -> Option<Event<R>> {
+        let (change, write) = (self.change?, self.write?);
+        Some(Event {
+            resource,
+            kind: change.kind,
+            at: self.at,
+            owner: change.lease.owner(),
+            token: change.lease.token(),
+            revision: write.revision(),
+            expires_at: change.lease.expires_at(),
+            term: None,
+            replaced: change.replaced,
+        })
     }
 }

@@ -3,7 +3,7 @@
 
 use core::time::Duration;
 
-use crate::{rules, ClockPolicy, Decision, FencingToken, LeaseRow, OwnerId, Request, RowDecision};
+use crate::{rules, ClockPolicy, Decision, Event, FencingToken, LeaseRow, OwnerId, Request, RowDecision};
 
 /// The greatest limit a semaphore takes, and so the most slots it has: 1024.
 pub const MAX_LIMIT: u32 = 1024;
@@ -64,6 +64,13 @@ pub enum SlotRequest {
         /// Who asks.
         owner: OwnerId,
         /// The token of the lease to give back.
+        token: FencingToken,
+    },
+    /// [`Request::Revoke`] of `slot`'s lease: an operator ends it, whoever holds it.
+    Revoke {
+        /// The slot the lease was granted in.
+        slot: u32,
+        /// The token of the lease to end.
         token: FencingToken,
     },
 }
@@ -145,6 +152,7 @@ impl<'a> Semaphore<'a> {
             SlotRequest::Acquire { owner, ttl, .. } => Request::Acquire { owner, ttl },
             SlotRequest::Renew { owner, token, ttl, .. } => Request::Renew { owner, token, ttl },
             SlotRequest::Release { owner, token, .. } => Request::Release { owner, token },
+            SlotRequest::Revoke { token, .. } => Request::Revoke { token },
         };
         // The slot that observed the latest instant (the first of equals) holds the semaphore's watermark.
         let (latest, mut observed) = self
@@ -157,7 +165,9 @@ impl<'a> Semaphore<'a> {
         };
         let slot = match request {
             SlotRequest::Acquire { owner, limit, .. } => self.grant_slot(owner, limit, now),
-            SlotRequest::Renew { slot, .. } | SlotRequest::Release { slot, .. } => slot,
+            SlotRequest::Renew { slot, .. } | SlotRequest::Release { slot, .. } | SlotRequest::Revoke { slot, .. } => {
+                slot
+            }
         };
         SlotDecision { slot, answer: self.row(slot).decide(in_row, now, clock_policy) }
     }
@@ -199,6 +209,19 @@ impl SlotDecision {
     #[must_use]
     pub const fn write(&self) -> Option<LeaseRow> {
         self.answer.write()
+    }
+
+    /// The instant the request was decided at ([`RowDecision::at`]).
+    #[must_use]
+    pub const fn at(&self) -> Duration {
+        self.answer.at()
+    }
+
+    /// The [`Event`] an accepted request records in slot [`slot`](Self::slot) ([`RowDecision::event`]; its
+    /// `revision` is the slot row's).
+    #[must_use]
+    pub fn event<R>(&self, resource: R) -> Option<Event<R>> {
+        self.answer.event(resource)
     }
 }
 

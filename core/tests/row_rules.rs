@@ -1,5 +1,6 @@
 //! A store's row (`LeaseRow::decide`): its rules, one test each, then a property test that a row written back after
-//! every request decides as one long-lived authority does, with a transfer as a release and a grant in one change.
+//! every request decides as one long-lived authority does, with a transfer as a release and a grant in one change, a
+//! revocation as the holder's release, and the events of its accepted requests the audit's valid history.
 //!
 //! `PROPTEST_CASES` (proptest's own, default 256) sets the sequences per property.
 #![cfg(test)] // test code throughout: clippy.toml lets it unwrap, expect, panic and index
@@ -7,8 +8,8 @@
 use core::time::Duration;
 
 use lease_machines::{
-    Checkpoint, ClockPolicy, Decision, Fence, FencingToken, Lease, LeaseAuthority, LeaseRow, OwnerId, Rejection,
-    Request, WriteCheck,
+    Checkpoint, ClockPolicy, Decision, EventKind, Fence, FencingToken, Lease, LeaseAuthority, LeaseRow, OwnerId,
+    Rejection, Request, WriteCheck,
 };
 use proptest::prelude::*;
 
@@ -96,6 +97,53 @@ fn revisions_never_wrap() {
     assert_eq!(answer.write().map(|row| (row.revision(), row.checkpoint().lease())), Some((u64::MAX, None)));
 }
 
+#[test]
+fn a_takeover_records_the_expired_lease_it_replaced() {
+    let (_, held) = written(&LeaseRow::EMPTY, Request::Acquire { owner: A, ttl: s(10) }, s(0));
+    let answer = held.decide(Request::Acquire { owner: B, ttl: s(10) }, s(12), CLAMP);
+    let event = answer.event("report").expect("an accepted change has its event");
+    assert_eq!((event.kind, event.owner, event.token, event.revision), (EventKind::Acquired, B, token(2), 2));
+    assert_eq!((event.at, event.expires_at), (s(12), s(22)));
+    assert_eq!(event.replaced, Some(Lease::new(A, token(1), s(10))), "the expired lease taken over");
+}
+
+#[test]
+fn a_rotation_is_reacquired_and_a_grant_after_expiry_is_acquired() {
+    let (_, held) = written(&LeaseRow::EMPTY, Request::Acquire { owner: A, ttl: s(10) }, s(0));
+    let rotated = held.decide(Request::Reacquire { owner: A, ttl: s(10) }, s(5), CLAMP);
+    assert_eq!(rotated.event("r").map(|event| (event.kind, event.token)), Some((EventKind::Reacquired, token(2))));
+    let late = held.decide(Request::Reacquire { owner: A, ttl: s(10) }, s(10), CLAMP);
+    assert_eq!(late.event("r").map(|event| event.kind), Some(EventKind::Acquired), "expired at 10: a new grant");
+}
+
+#[test]
+fn a_release_records_the_lease_that_ended_and_a_refusal_no_event_but_its_instant() {
+    let (_, held) = written(&LeaseRow::EMPTY, Request::Acquire { owner: A, ttl: s(10) }, s(4));
+    let released = held.decide(Request::Release { owner: A, token: token(1) }, s(6), CLAMP);
+    let event = released.event("r").expect("an event");
+    assert_eq!((event.kind, event.owner, event.token, event.expires_at), (EventKind::Released, A, token(1), s(14)));
+    let refused = held.decide(Request::Acquire { owner: B, ttl: s(10) }, s(2), CLAMP);
+    assert_eq!(refused.decision(), Decision::Rejected(Rejection::Occupied));
+    assert_eq!((refused.event("r"), refused.at()), (None, s(4)), "clamped to the watermark, 4");
+}
+
+#[test]
+fn a_revocation_ends_the_live_lease_whoever_holds_it_and_fences_its_token() {
+    let (_, held) = written(&LeaseRow::EMPTY, Request::Acquire { owner: A, ttl: s(10) }, s(0));
+    let (decision, row) = written(&held, Request::Revoke { token: token(1) }, s(3));
+    assert_eq!(decision, Decision::Released);
+    assert_eq!(row.checkpoint().lease(), None);
+    let check = row.check_write(Fence::new(None), token(1), s(4));
+    assert_eq!(check, WriteCheck::Refused(Rejection::NotHeld), "the revoked holder can no longer write");
+    let (next, _) = written(&row, Request::Acquire { owner: B, ttl: s(10) }, s(4));
+    assert_eq!(next, Decision::Granted(Lease::new(B, token(2), s(14))), "the next token is above it");
+    // Another token, or nothing held, is refused as a release is.
+    let stale = held.decide(Request::Revoke { token: token(2) }, s(3), CLAMP).decision();
+    assert_eq!(stale, Decision::Rejected(Rejection::StaleToken));
+    let none = LeaseRow::EMPTY.decide(Request::Revoke { token: token(1) }, s(3), CLAMP).decision();
+    assert_eq!(none, Decision::Rejected(Rejection::NotHeld));
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // The property: a row, read back after every request, decides as one authority that lives through them all
 // ---------------------------------------------------------------------------------------------------------------
@@ -107,6 +155,7 @@ enum Step {
     Renew(u64, u64, u64, u64),
     Release(u64, u64, u64),
     Transfer(u64, u64, u64, u64, u64),
+    Revoke(u64, u64),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -119,7 +168,8 @@ fn step() -> impl Strategy<Value = Step> {
         (owner.clone(), at.clone(), ttl.clone()).prop_map(|(o, n, t)| Step::Reacquire(o, n, t)),
         (owner.clone(), tok.clone(), at.clone(), ttl.clone()).prop_map(|(o, k, n, t)| Step::Renew(o, k, n, t)),
         (owner.clone(), tok.clone(), at.clone()).prop_map(|(o, k, n)| Step::Release(o, k, n)),
-        (owner.clone(), tok, owner, at, ttl).prop_map(|(o, k, b, n, t)| Step::Transfer(o, k, b, n, t)),
+        (owner.clone(), tok.clone(), owner, at.clone(), ttl).prop_map(|(o, k, b, n, t)| Step::Transfer(o, k, b, n, t)),
+        (tok, at).prop_map(|(k, n)| Step::Revoke(k, n)),
     ]
 }
 
@@ -147,6 +197,11 @@ fn model(authority: &mut LeaseAuthority, step: &Step) -> Decision {
                 refused => refused,
             }
         }
+        // The holder's own release; without a lease, any owner's (refused as not held whoever asks).
+        Step::Revoke(tok, now) => {
+            let holder = authority.lease().map_or(o(0), |lease| lease.owner());
+            authority.release(holder, k(tok), n(now))
+        }
     }
 }
 
@@ -165,6 +220,7 @@ fn request(step: &Step) -> Request {
         Step::Transfer(owner, tok, new_owner, _, ttl) => {
             Request::Transfer { owner: o(owner), token: k(tok), new_owner: o(new_owner), ttl: n(ttl) }
         }
+        Step::Revoke(tok, _) => Request::Revoke { token: k(tok) },
     }
 }
 
@@ -172,6 +228,7 @@ fn now_of(step: &Step) -> Duration {
     let now = match *step {
         Step::Acquire(_, now, _) | Step::Reacquire(_, now, _) | Step::Release(_, _, now) => now,
         Step::Renew(_, _, now, _) | Step::Transfer(_, _, _, now, _) => now,
+        Step::Revoke(_, now) => now,
     };
     Duration::from_secs(now)
 }
@@ -183,10 +240,26 @@ proptest! {
         let mut row = LeaseRow::EMPTY;
         let mut stored = false;
         let mut accepted = 0u64;
+        let mut events = Vec::new();
         for step in &steps {
+            let before = row;
             let answer = row.decide(request(step), now_of(step), CLAMP);
             let expected = model(&mut authority, step);
             prop_assert_eq!(answer.decision(), expected);
+            // The decision's instant is the authority's watermark after it.
+            prop_assert_eq!(answer.at(), authority.observed());
+            let event = answer.event("r");
+            prop_assert_eq!(event.is_some(), expected.is_accepted(), "an event for each accepted change, none else");
+            if let Some(event) = event {
+                prop_assert_eq!(event.replaced, if expected == Decision::Released { None } else { before.checkpoint().lease() });
+                match expected {
+                    Decision::Granted(lease) | Decision::Renewed(lease) => {
+                        prop_assert_eq!((event.owner, event.token, event.expires_at), (lease.owner(), lease.token(), lease.expires_at()));
+                    }
+                    _ => prop_assert_eq!(Some(Lease::new(event.owner, event.token, event.expires_at)), before.checkpoint().lease()),
+                }
+                events.push(event);
+            }
             if expected.is_accepted() {
                 accepted += 1;
             }
@@ -204,6 +277,13 @@ proptest! {
             if let (Step::Transfer(_, tok, _, _, _), Decision::Granted(lease)) = (step, expected) {
                 prop_assert!(lease.token().value() > *tok, "the new owner's token is greater than the old one");
             }
+        }
+        // The row's events are a history the auditor finds nothing wrong with.
+        #[cfg(feature = "alloc")]
+        {
+            let report = lease_machines::audit(&events);
+            prop_assert!(report.is_valid(), "{:?} in {:?}", report.findings, events);
+            prop_assert_eq!(report.checked_events, events.len() as u64);
         }
     }
 }

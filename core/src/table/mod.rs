@@ -21,9 +21,11 @@ mod store;
 
 use core::time::Duration;
 
+use crate::{Event, EventKind};
+
 pub use audit::{audit, AuditReport, Finding, FindingCode};
 pub use command::{BatchResult, Command, TimedCommand};
-pub use event::{Discard, Event, EventKind, EventLog, EventSink};
+pub use event::{Discard, EventLog, EventSink};
 pub use lease::TableLease;
 pub use metrics::{Metrics, MetricsIssue};
 pub use state::{validate_record, IssueCode, LeaseRecord, ResourceRecord, StateIssue, TableCheckpoint};
