@@ -14,6 +14,7 @@ mod convert;
 mod data;
 mod election;
 mod errors;
+mod event_log;
 mod fence;
 mod fence_guard;
 mod floor;
@@ -55,6 +56,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     simulation::define(ruby, module)?;
     floor::define(ruby, module)?;
     row::define(module)?;
+    event_log::define(module)?;
     Ok(())
 }
 

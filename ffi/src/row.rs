@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use lease_machines::{
-    Checkpoint, ClockPolicy, Decision, Fence, FencingToken, Lease, LeaseRow, Limit, OwnerId, Rejection, Request,
-    Semaphore, SlotRequest, WriteCheck, MAX_LIMIT,
+    Checkpoint, ClockPolicy, Decision, Event, EventKind, Fence, FencingToken, Lease, LeaseRow, Limit, OwnerId,
+    Rejection, Request, Semaphore, SlotRequest, WriteCheck, MAX_LIMIT,
 };
 use magnus::{prelude::*, Error, ExceptionClass, Integer, IntoValue, RArray, RModule, Ruby, Symbol, Value};
 
@@ -26,7 +26,7 @@ use crate::values;
 const COLUMNS: usize = 6;
 
 /// `LeaseMachines::StoreError` with `message` (the class is the Ruby store's, `lib/lease_machines/store/errors.rb`).
-fn store_error(ruby: &Ruby, message: String) -> Error {
+pub fn store_error(ruby: &Ruby, message: String) -> Error {
     let class = ruby
         .class_object()
         .const_get::<_, RModule>("LeaseMachines")
@@ -112,6 +112,26 @@ struct Asked {
     token: Option<FencingToken>,
     new_owner: OwnerId,
     ttl: Duration,
+    /// A revocation of whichever lease is on record (no token named).
+    current: bool,
+}
+
+/// A revocation's token: `nil` for the lease on record, whichever it is (`(None, true)`), else a token as
+/// [`token_arg`] reads it.
+fn revoke_token(ruby: &Ruby, value: Value) -> Result<(Option<FencingToken>, bool), Error> {
+    if value.is_nil() {
+        return Ok((None, true));
+    }
+    Ok((token_arg(ruby, "token", value)?, false))
+}
+
+/// The token a request presents on `row`: its own, or for a revocation of the lease on record that lease's; a
+/// token 0 (or no lease on record) stands for a token that is not the row's current one, so that it goes through
+/// every check before it is refused.
+fn presented(row: &LeaseRow, token: Option<FencingToken>, current: bool) -> FencingToken {
+    let on_record = row.checkpoint().lease().map(|lease| lease.token());
+    let token = if current { on_record } else { token };
+    token.unwrap_or_else(|| never_current(on_record))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -121,11 +141,13 @@ enum Kind {
     Renew,
     Release,
     Transfer,
+    Revoke,
 }
 
 impl Asked {
     /// The request `kind` names with its `args` (an Array): `:acquire`/`:reacquire` `[owner, ttl]`, `:renew`
-    /// `[owner, token, ttl]`, `:release` `[owner, token]`, `:transfer` `[owner, token, new_owner, ttl]`.
+    /// `[owner, token, ttl]`, `:release` `[owner, token]`, `:transfer` `[owner, token, new_owner, ttl]`, `:revoke`
+    /// `[token]`.
     fn arg(ruby: &Ruby, kind: Value, args: Value) -> Result<Self, Error> {
         let name = Symbol::try_convert(kind)?.name()?.into_owned();
         let args = RArray::try_convert(args)?;
@@ -136,25 +158,30 @@ impl Asked {
             "renew" => (Kind::Renew, 2),
             "release" => (Kind::Release, -1),
             "transfer" => (Kind::Transfer, 3),
+            "revoke" => {
+                let (token, current) = revoke_token(ruby, arg(0)?)?;
+                let owner = OwnerId::new(0);
+                return Ok(Self { kind: Kind::Revoke, owner, token, new_owner: owner, ttl: Duration::ZERO, current });
+            }
             other => return Err(Error::new(ruby.exception_arg_error(), format!("no store request {other:?}"))),
         };
         let owner = owner_arg(ruby, arg(0)?)?;
         let token = match kind {
             Kind::Acquire | Kind::Reacquire => None,
-            Kind::Renew | Kind::Release | Kind::Transfer => token_arg(ruby, "token", arg(1)?)?,
+            Kind::Renew | Kind::Release | Kind::Transfer | Kind::Revoke => token_arg(ruby, "token", arg(1)?)?,
         };
         let new_owner = match kind {
             Kind::Transfer => OwnerId::new(u64_arg(ruby, "new_owner", arg(2)?)?),
             _ => owner,
         };
         let ttl = if ttl_at < 0 { Duration::ZERO } else { seconds_arg(ruby, "ttl", arg(ttl_at)?)? };
-        Ok(Self { kind, owner, token, new_owner, ttl })
+        Ok(Self { kind, owner, token, new_owner, ttl, current: false })
     }
 
     /// The request on `row`: a token 0 stands for a token that is not the row's current one, so that it goes
     /// through every check before it is refused.
     fn on(&self, row: &LeaseRow) -> Request {
-        let token = self.token.unwrap_or_else(|| never_current(row.checkpoint().lease().map(|lease| lease.token())));
+        let token = presented(row, self.token, self.current);
         let (owner, ttl) = (self.owner, self.ttl);
         match self.kind {
             Kind::Acquire => Request::Acquire { owner, ttl },
@@ -162,7 +189,75 @@ impl Asked {
             Kind::Renew => Request::Renew { owner, token, ttl },
             Kind::Release => Request::Release { owner, token },
             Kind::Transfer => Request::Transfer { owner, token, new_owner: self.new_owner, ttl },
+            Kind::Revoke => Request::Revoke { token },
         }
+    }
+
+    /// Who asked and with which token, as the refusal's event records them (nil for what the request has not: an
+    /// operator's revocation names no owner, an acquire no token; a presented token 0 is recorded as 0).
+    fn asker(&self, ruby: &Ruby) -> (Value, Value) {
+        let nil = ruby.qnil().as_value();
+        let owner = if self.kind == Kind::Revoke { nil } else { self.owner.value().into_value_with(ruby) };
+        let token = match self.kind {
+            Kind::Acquire | Kind::Reacquire => nil,
+            Kind::Revoke if self.current => nil,
+            _ => self.token.map_or(0, FencingToken::value).into_value_with(ruby),
+        };
+        (owner, token)
+    }
+}
+
+/// The event a request logs, as the columns the store writes:
+/// `[kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, replaced_expires_at]`.
+/// An accepted change is the core's [`Event`] (a revocation's release logged as `"revoked"`); a refusal is
+/// `"refused"` with its reason and who asked (`asker`), at the instant the request was decided at.
+fn event_columns(
+    ruby: &Ruby,
+    event: Option<Event<()>>,
+    at: Duration,
+    refusal: Option<(Rejection, (Value, Value))>,
+    revoke: bool,
+) -> RArray {
+    let nil = ruby.qnil().as_value();
+    let columns = ruby.ary_new_capa(10);
+    let time = |at: Duration| instant(at).into_value_with(ruby);
+    match (event, refusal) {
+        (Some(event), _) => {
+            let kind = if revoke && event.kind == EventKind::Released { "revoked" } else { event.kind.as_str() };
+            let replaced = event.replaced;
+            for value in [
+                ruby.str_new(kind).as_value(),
+                time(event.at),
+                event.owner.value().into_value_with(ruby),
+                event.token.value().into_value_with(ruby),
+                time(event.expires_at),
+                event.revision.into_value_with(ruby),
+                nil,
+                replaced.map_or(nil, |lease| lease.owner().value().into_value_with(ruby)),
+                replaced.map_or(nil, |lease| lease.token().value().into_value_with(ruby)),
+                replaced.map_or(nil, |lease| time(lease.expires_at())),
+            ] {
+                let _ = columns.push(value);
+            }
+        }
+        (None, refusal) => {
+            let (reason, (owner, token)) = match refusal {
+                Some((reason, asker)) => (ruby.str_new(reason.as_str()).as_value(), asker),
+                None => (nil, (nil, nil)),
+            };
+            for value in [ruby.str_new("refused").as_value(), time(at), owner, token, nil, nil, reason, nil, nil, nil] {
+                let _ = columns.push(value);
+            }
+        }
+    }
+    columns
+}
+
+/// The refusal of `decision`, if it is one.
+fn refusal(decision: Decision) -> Option<Rejection> {
+    match decision {
+        Decision::Rejected(rejection) => Some(rejection),
+        _ => None,
     }
 }
 
@@ -180,8 +275,9 @@ fn on_grid_lease(lease: Lease, write: Option<LeaseRow>) -> (Lease, Option<LeaseR
 }
 
 /// `LeaseMachines._store_decide(path, name, row, kind, args, now, clock_policy)`: the request decided on the row,
-/// as `[decision, row_to_write]` (a frozen `LeaseMachines::Decision`; the columns to write back, or `nil` when
-/// nothing changed). An accepted transfer answers `:transferred` with the new owner's lease.
+/// as `[decision, row_to_write, event]` (a frozen `LeaseMachines::Decision`; the columns to write back, or `nil`
+/// when nothing changed; the event's columns, see [`event_columns`]). An accepted transfer answers `:transferred`
+/// with the new owner's lease.
 #[allow(clippy::too_many_arguments)]
 fn store_decide(
     ruby: &Ruby,
@@ -200,7 +296,9 @@ fn store_decide(
     let request = asked.on(&row);
     let answer = row.decide(request, now, policy);
     let (decision, write) = shown_answer(ruby, answer.decision(), answer.write(), asked.kind == Kind::Transfer)?;
-    Ok(ruby.ary_new_from_values(&[decision, write]))
+    let refused = refusal(answer.decision()).map(|reason| (reason, asked.asker(ruby)));
+    let event = event_columns(ruby, answer.event(()), answer.at(), refused, asked.kind == Kind::Revoke);
+    Ok(ruby.ary_new_from_values(&[decision, write, event.as_value()]))
 }
 
 /// The decision of `answer` as the frozen `LeaseMachines::Decision`, and the row to write (expiries on the grid).
@@ -263,9 +361,10 @@ fn slot_arg(ruby: &Ruby, value: Value) -> Result<u32, Error> {
 }
 
 /// `LeaseMachines._store_decide_slots(path, name, kind, args, now, clock_policy, rows)`: a semaphore's request
-/// decided on its slot rows (`rows[i]` slot `i`'s columns, or `nil`), as `[decision, slot, row_to_write]`. `kind`
-/// and `args`: `:acquire` `[owner, ttl, limit]`, `:renew` `[slot, owner, token, ttl]`, `:release`
-/// `[slot, owner, token]`. A limit outside 1 to 1024 or a slot outside 0 to 1023 raises `ArgumentError`.
+/// decided on its slot rows (`rows[i]` slot `i`'s columns, or `nil`), as `[decision, slot, row_to_write, event]`
+/// (the event's columns, see [`event_columns`]). `kind` and `args`: `:acquire` `[owner, ttl, limit]`, `:renew`
+/// `[slot, owner, token, ttl]`, `:release` `[slot, owner, token]`, `:revoke` `[slot, token]`. A limit outside 1 to
+/// 1024 or a slot outside 0 to 1023 raises `ArgumentError`.
 #[allow(clippy::too_many_arguments)]
 fn store_decide_slots(
     ruby: &Ruby,
@@ -285,7 +384,7 @@ fn store_decide_slots(
     let (slot, asked) = match kind.as_str() {
         "acquire" => {
             let limit = limit_arg(ruby, arg(2)?)?;
-            (None, (Kind::Acquire, owner_arg(ruby, arg(0)?)?, None, seconds_arg(ruby, "ttl", arg(1)?)?, limit))
+            (None, (Kind::Acquire, owner_arg(ruby, arg(0)?)?, None, seconds_arg(ruby, "ttl", arg(1)?)?, limit, false))
         }
         "renew" | "release" => {
             let slot = slot_arg(ruby, arg(0)?)?;
@@ -296,7 +395,12 @@ fn store_decide_slots(
             } else {
                 (Kind::Release, Duration::ZERO)
             };
-            (Some(slot), (kind, owner, token, ttl, Limit::ONE))
+            (Some(slot), (kind, owner, token, ttl, Limit::ONE, false))
+        }
+        "revoke" => {
+            let slot = slot_arg(ruby, arg(0)?)?;
+            let (token, current) = revoke_token(ruby, arg(1)?)?;
+            (Some(slot), (Kind::Revoke, OwnerId::new(0), token, Duration::ZERO, Limit::ONE, current))
         }
         other => return Err(Error::new(ruby.exception_arg_error(), format!("no semaphore request {other:?}"))),
     };
@@ -308,23 +412,24 @@ fn store_decide_slots(
     let Some(semaphore) = Semaphore::new(&rows) else {
         return Err(place.corrupt(ruby, "lease", "more slot rows than any limit makes"));
     };
-    let (kind, owner, token, ttl, limit) = asked;
+    let (kind, owner, token, ttl, limit, current) = asked;
     let request = match (kind, slot) {
-        (Kind::Renew, Some(slot)) | (Kind::Release, Some(slot)) => {
-            // A token 0 is one that is not the slot's current one, so that it goes through every check.
-            let row = semaphore.row(slot);
-            let token = token.unwrap_or_else(|| never_current(row.checkpoint().lease().map(|lease| lease.token())));
-            if kind == Kind::Renew {
-                SlotRequest::Renew { slot, owner, token, ttl }
-            } else {
-                SlotRequest::Release { slot, owner, token }
+        (Kind::Renew | Kind::Release | Kind::Revoke, Some(slot)) => {
+            let token = presented(&semaphore.row(slot), token, current);
+            match kind {
+                Kind::Renew => SlotRequest::Renew { slot, owner, token, ttl },
+                Kind::Release => SlotRequest::Release { slot, owner, token },
+                _ => SlotRequest::Revoke { slot, token },
             }
         }
         _ => SlotRequest::Acquire { owner, ttl, limit },
     };
     let answer = semaphore.decide(request, now, policy);
     let (decision, write) = shown_answer(ruby, answer.decision(), answer.write(), false)?;
-    Ok(ruby.ary_new_from_values(&[decision, answer.slot().into_value_with(ruby), write]))
+    let asked = Asked { kind, owner, token, new_owner: owner, ttl, current };
+    let refused = refusal(answer.decision()).map(|reason| (reason, asked.asker(ruby)));
+    let event = event_columns(ruby, answer.event(()), answer.at(), refused, kind == Kind::Revoke);
+    Ok(ruby.ary_new_from_values(&[decision, answer.slot().into_value_with(ruby), write, event.as_value()]))
 }
 
 /// A request's place, instant and clock policy, checked.

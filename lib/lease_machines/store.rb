@@ -3,6 +3,8 @@
 require "lease_machines"
 require_relative "store/errors"
 require_relative "store/claim"
+require_relative "store/event"
+require_relative "store/resource_state"
 require_relative "store/sqlite"
 require_relative "store/postgresql"
 
@@ -45,6 +47,12 @@ module LeaseMachines
     WALL_CLOCK = -> { Process.clock_gettime(Process::CLOCK_REALTIME) }
     # Both databases' integers are signed 64-bit: the store refuses to issue tokens above this.
     MAX_TOKEN = SQLite::MAX_INTEGER
+    # How many events of each lease (a resource's, or one slot's of its semaphore) the event log keeps by default.
+    KEEP_EVENTS = 100
+    # How old, in Float seconds before the newest event, the oldest kept event may be by default (7 days).
+    EVENTS_MAX_AGE = 7 * 86_400.0
+    # The most events one Store#events call returns.
+    MAX_EVENTS_PAGE = 1000
 
     # What names the database in messages: the SQLite file's path, or the PostgreSQL server and database (never a
     # password).
@@ -64,13 +72,23 @@ module LeaseMachines
     # (anything with +call+, returning Float seconds) is what +now+ defaults to; nil: the PostgreSQL server's clock,
     # or WALL_CLOCK for SQLite. It is called inside the request's transaction with interrupts deferred, so it must
     # return promptly and not call the store (that raises StoreError). +clock_policy+ is the authority's (see
-    # Authority.new). Raises TypeError or ArgumentError for a bad argument, StoreError when the database cannot be
-    # reached, opened or set up, or holds tables of another shape or schema format.
-    def initialize(database, busy_timeout: nil, clock: nil, clock_policy: :clamp)
+    # Authority.new).
+    #
+    # Every request writes one event to the store's event log, in its own transaction (see #events), which keeps
+    # +keep_events+ events per lease (an Integer, 1 to 1,000,000; default KEEP_EVENTS) and none older than
+    # +events_max_age+ Float seconds (more than 0; default EVENTS_MAX_AGE, 7 days) before the newest. Each request
+    # prunes what falls out, in constant work.
+    #
+    # Raises TypeError or ArgumentError for a bad argument, StoreError when the database cannot be reached, opened
+    # or set up, or holds tables of another shape or schema format. A format 1 database (before the event log) is
+    # upgraded to format 2 when opened outside a transaction.
+    def initialize(database, busy_timeout: nil, clock: nil, clock_policy: :clamp, keep_events: KEEP_EVENTS,
+                   events_max_age: EVENTS_MAX_AGE)
       Authority.new(clock_policy: clock_policy) # refuse a bad policy now, not at the first request
       unless clock.nil? || KERNEL_RESPOND_TO.bind_call(clock, :call)
         raise TypeError, "clock must respond to call, got #{LeaseMachines.shown(clock)}"
       end
+      Store.retention!(keep_events, events_max_age)
 
       adapter = PostgreSQL.accepts?(database) ? PostgreSQL : SQLite
       @clock = clock || (adapter == PostgreSQL ? nil : WALL_CLOCK)
@@ -81,6 +99,21 @@ module LeaseMachines
       rescue *adapter.errors => e
         raise StoreError, "cannot open the lease store at #{adapter.describe(database)}: #{adapter.message(e)}"
       end
+      @adapter.retain_events(per_lease: keep_events, max_age: events_max_age.to_f)
+    end
+
+    # Checks the event log's retention (see Store.new): TypeError or ArgumentError.
+    def self.retention!(keep_events, events_max_age)
+      raise TypeError, "keep_events must be an Integer, got #{LeaseMachines.shown(keep_events)}" unless Integer === keep_events
+      unless keep_events.between?(1, 1_000_000)
+        raise ArgumentError, "keep_events must be from 1 to 1000000, got #{keep_events}"
+      end
+      unless Integer === events_max_age || Float === events_max_age
+        raise TypeError, "events_max_age must be Float seconds, got #{LeaseMachines.shown(events_max_age)}"
+      end
+      return if events_max_age.positive? && events_max_age.finite?
+
+      raise ArgumentError, "events_max_age must be more than 0 seconds and finite, got #{events_max_age}"
     end
 
     # The clock +now+ defaults to (see Store.new): nil when it is the PostgreSQL server's.
@@ -157,6 +190,75 @@ module LeaseMachines
       end
     end
 
+    # Ends the live lease of +resource+ (of +slot+ of its semaphore) whoever holds it, as its holder's release
+    # would: an operator's revocation, logged as a +:revoked+ event. From then on its token is refused by the fence
+    # (the lease is no longer held) and the next grant's token is above it. With +token:+ (an Integer) only the
+    # lease with that token is ended; nil ends whichever is on record. Nothing is deleted. Answers +:released+, or a
+    # refusal: +:not_held+ (no lease on record), +:expired+, +:stale_token+ (another token than +token+).
+    def revoke(resource:, token: nil, slot: 0, now: nil)
+      return decide(resource, now, :revoke, [token]) if slot.equal?(0)
+
+      decide(resource, now, :revoke, [slot, token], slots: true)
+    end
+
+    # Up to +limit+ events of the log (1 to MAX_EVENTS_PAGE, default 100), oldest first, with ids above +after+ (an
+    # Integer; nil for the oldest kept): of +resource+ (every slot of it), or of every resource for nil. A frozen
+    # Array of Store::Event. Pages by key: pass the last event's id as the next page's +after:+. On PostgreSQL,
+    # ids follow commit order per resource only: a reader of every resource's events may see an event commit after
+    # it read past its id. Raises TypeError or ArgumentError for a bad argument.
+    def events(resource: nil, after: nil, limit: 100)
+      name = resource.nil? ? nil : resource_name(resource)
+      after = page_after(after)
+      limit = page_limit(limit, MAX_EVENTS_PAGE)
+      query { @adapter.events(name, after, limit) }.map { Event.from_row(_1) }.freeze
+    end
+
+    # How many events of each kind the log keeps now: a frozen Hash of Event::KINDS to Integers (0 for none).
+    def event_counts
+      counts = query { @adapter.event_counts }.to_h { |kind, count| [kind.to_sym, count] }
+      Event::KINDS.to_h { |kind| [kind, counts.fetch(kind, 0)] }.freeze
+    end
+
+    # The core's audit (LeaseMachines.audit) of the accepted changes the log keeps, each lease's history (a
+    # resource's, a semaphore slot's) on its own, as the store keeps one clock watermark per lease: an AuditReport
+    # whose findings' +event_index+ is the offending event's id, and whose +resource+ names a slot above 0 as
+    # "NAME [slot N]". Raises StoreError for an event row no history can produce.
+    def audit
+      changes = query { @adapter.changes }
+      LeaseMachines.__send__(:_store_audit, path, changes)
+    end
+
+    # Up to +limit+ leases (1 to 1000, default 100) in key order ([resource, slot]: a resource's lease, then its
+    # semaphore's slots above 0), after the key +after+ (a [resource, slot] pair, such as the last one's
+    # ResourceState#key; nil from the first), of resources whose names start with +prefix+ (a String; nil for
+    # all). A frozen Array of Store::ResourceState: keyset pages, never an offset. Raises TypeError or
+    # ArgumentError for a bad argument.
+    def resources(after: nil, limit: 100, prefix: nil)
+      limit = page_limit(limit, 1000)
+      prefix = prefix.nil? ? "" : resource_prefix(prefix)
+      after_resource, after_slot = lease_key(after)
+      from = [prefix, after_resource].max
+      found = query { @adapter.leases(from, after_resource, after_slot, limit) }
+      found.take_while { |row| row[0].start_with?(prefix) }.map do |resource, slot, *columns|
+        ResourceState.new(resource, slot, *columns)
+      end.freeze
+    end
+
+    # How many leases (resources, and semaphore slots above 0) the store has rows for, of resources whose names
+    # start with +prefix+ (nil: all).
+    def resource_count(prefix: nil)
+      prefix = prefix.nil? ? "" : resource_prefix(prefix)
+      query { @adapter.lease_count(prefix) }
+    end
+
+    # The store's clock now, Float seconds: the PostgreSQL server's (unless the store has a +clock:+), or the
+    # store's +clock:+ (WALL_CLOCK by default for SQLite).
+    def now
+      return @clock.call if @clock
+
+      query { @adapter.server_now }
+    end
+
     # Runs the block (given the connection) as a write protected by +token+, in one transaction with the fence
     # check: the block runs only if +token+ is the token of +resource+'s lease, live at +now+ (default: the store's
     # clock, the one its grants were decided on), and at least the highest token written before, which it then
@@ -202,14 +304,23 @@ module LeaseMachines
             @deciding = true
             storage { @adapter.open_fence(name, savepoint: savepoint, clock: now.nil? && @clock.nil?, slot: slot) }
           end
-          admit(name, row, highest, token, instant(now, at))
+          at = instant(now, at)
+          verdict = check(name, row, highest, token, at)
+          unless verdict == :admitted
+            event = ["write_refused", at, nil, token, nil, nil, verdict.to_s, nil, nil, nil, highest]
+            storage { @adapter.refuse_fence(name, savepoint: savepoint, event: event, slot: slot) }
+            done = true # the refusal is logged: its transaction committed (or joined the application's)
+            raise Fenced.new(resource: name, token: token, highest: row && row[3], reason: verdict)
+          end
           @deciding = false
           @in_block = true if held
           result = Thread.handle_interrupt(Object => :immediate) { yield @adapter.connection } unless statements
           @in_block = false if held
           ended_by_block! unless storage { @adapter.in_transaction? }
           begin
-            rows = @adapter.close_fence(name, token, savepoint: savepoint, statements: statements || [], slot: slot)
+            event = ["write_accepted", at, nil, token, nil, nil, nil, nil, nil, nil, token]
+            rows = @adapter.close_fence(name, token, savepoint: savepoint, event: event, statements: statements || [],
+                                                     slot: slot)
             result = rows if statements
           rescue *@adapter.class.errors => e
             ended_by_block! if @adapter.ended_inside?(e)
@@ -270,14 +381,16 @@ module LeaseMachines
             storage { slots ? @adapter.open_slots(name, clock: clock) : @adapter.open_request(name, clock: clock) }
           end
           if slots
-            decision, slot, write = LeaseMachines.__send__(:_store_decide_slots, path, name, kind, args,
-                                                           instant(now, at), @clock_policy, row)
+            decision, slot, write, event = LeaseMachines.__send__(:_store_decide_slots, path, name, kind, args,
+                                                                  instant(now, at), @clock_policy, row)
           else
-            decision, write = LeaseMachines.__send__(:_store_decide, path, name, row, kind, args, instant(now, at),
-                                                     @clock_policy)
+            decision, write, event = LeaseMachines.__send__(:_store_decide, path, name, row, kind, args,
+                                                            instant(now, at), @clock_policy)
           end
           fits!(write) if write
-          storage { slots ? @adapter.close_slots(name, slot, write) : @adapter.close_request(name, write) }
+          storage do
+            slots ? @adapter.close_slots(name, slot, write, event) : @adapter.close_request(name, write, event)
+          end
           committed = true
           slots ? in_slot(decision, slot) : decision
         ensure
@@ -293,13 +406,11 @@ module LeaseMachines
       at.nil? ? @clock.call : at
     end
 
-    # Checks +token+ by the core's rule for a fence beside the lease record, in one native call. Raises Fenced,
-    # ArgumentError (a token never issued) or StoreError (a row or mark no history can produce).
-    def admit(name, row, highest, token, now)
-      verdict = LeaseMachines.__send__(:_store_check_write, path, name, row, highest, token, now)
-      return if verdict == :admitted
-
-      raise Fenced.new(resource: name, token: token, highest: row && row[3], reason: verdict)
+    # Checks +token+ by the core's rule for a fence beside the lease record, in one native call: +:admitted+ or the
+    # refusal's reason. Raises ArgumentError (a token never issued) or StoreError (a row or mark no history can
+    # produce).
+    def check(name, row, highest, token, now)
+      LeaseMachines.__send__(:_store_check_write, path, name, row, highest, token, now)
     end
 
     # [checkpoint, revision] of the resource's (+slot+'s) committed row.
@@ -337,6 +448,41 @@ module LeaseMachines
     # (see "The rules of input"): TypeError or ArgumentError otherwise.
     # A name the database cannot hold (PostgreSQL: a NUL byte) is an ArgumentError too.
     def resource_name(resource) = @adapter.class.check_name!(LeaseMachines.__send__(:_resource_name, resource))
+
+    # A page's +after:+ event id: nil (from the oldest, 0) or an Integer from 0.
+    def page_after(after)
+      return 0 if after.nil?
+      raise TypeError, "after must be an event id (Integer), got #{LeaseMachines.shown(after)}" unless Integer === after
+      raise ArgumentError, "after must be 0 or more, got #{after}" if after.negative?
+
+      [after, MAX_TOKEN].min
+    end
+
+    # A page's +limit:+, an Integer from 1 to +max+.
+    def page_limit(limit, max)
+      raise TypeError, "limit must be an Integer, got #{LeaseMachines.shown(limit)}" unless Integer === limit
+      raise ArgumentError, "limit must be from 1 to #{max}, got #{limit}" unless limit.between?(1, max)
+
+      limit
+    end
+
+    # A lease key [resource, slot] to page after, as [name, slot] (["", -1] for nil: before every key).
+    def lease_key(key)
+      return ["", -1] if key.nil?
+      unless Array === key && key.size == 2
+        raise TypeError, "after must be a [resource, slot] key, got #{LeaseMachines.shown(key)}"
+      end
+
+      [resource_name(key[0]), slot_number(key[1])]
+    end
+
+    # A name prefix: a UTF-8 String ("" matches every name), checked as the database holds names.
+    def resource_prefix(prefix)
+      raise TypeError, "prefix must be a String, got #{LeaseMachines.shown(prefix)}" unless String === prefix
+      return "" if prefix.empty?
+
+      resource_name(prefix)
+    end
 
     # Refuses a row the database's signed 64-bit integers cannot hold (a token or revision above MAX_TOKEN).
     def fits!(write)

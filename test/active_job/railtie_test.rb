@@ -43,9 +43,10 @@ class RailtieTest < Minitest::Test
     assert_includes migration, "CREATE TABLE IF NOT EXISTS lease_machines_fences ("
 
     rails("db:migrate")
-    tables = sqlite("SELECT name, sql FROM sqlite_master WHERE name LIKE 'lease_machines_%' ORDER BY name")
-    assert_equal %w[lease_machines_fences lease_machines_leases lease_machines_schema lease_machines_slot_fences
-                    lease_machines_slots], tables.map(&:first)
+    tables = sqlite("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name LIKE 'lease_machines_%' " \
+                    "ORDER BY name")
+    assert_equal %w[lease_machines_events lease_machines_fences lease_machines_leases lease_machines_schema
+                    lease_machines_slot_fences lease_machines_slots], tables.map(&:first)
     assert tables.all? { |_, sql| sql.rstrip.end_with?(") STRICT") }, "the migration keeps the store's STRICT tables"
 
     facts = JSON.parse(rails("runner", "script/nightly_report.rb").lines.last)
@@ -55,6 +56,30 @@ class RailtieTest < Minitest::Test
 
     rails("db:rollback")
     assert_empty sqlite("SELECT name FROM sqlite_master WHERE name LIKE 'lease_machines_%'")
+  end
+
+  # An application whose migrations an earlier version wrote (the format 1 tables, no event log): the generator
+  # writes the migration that adds the log, db:migrate raises the format, and db:rollback takes it back to 1.
+  def test_the_generator_upgrades_an_earlier_install_with_a_migration_adding_the_event_log
+    rails("generate", "lease_machines:install")
+    created = Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")].fetch(0)
+    format_1 = File.read(created).gsub(/^    execute <<~'SQL'\n(?:(?!    SQL\n).)*lease_machines_events.*?^    SQL\n/m, "")
+                                 .gsub(/^    execute <<~'SQL'\n(?:(?!    SQL\n).)*SET format = 2.*?^    SQL\n/m, "")
+                                 .sub("VALUES (1, 2)", "VALUES (1, 1)").sub(/^    drop_table :lease_machines_events\n/, "")
+    refute_includes format_1, "CREATE TABLE IF NOT EXISTS lease_machines_events"
+    File.write(created, format_1)
+    rails("db:migrate")
+    assert_equal [[1]], sqlite("SELECT format FROM lease_machines_schema")
+
+    output = rails("generate", "lease_machines:install")
+    assert_match(%r{create\s+db/migrate/\d{14}_add_lease_machines_events\.rb}, output)
+    refute_match(/create_lease_machines_tables|initializers/, output)
+    rails("db:migrate")
+    assert_equal [[2]], sqlite("SELECT format FROM lease_machines_schema")
+    assert_equal [["lease_machines_events"]], sqlite("SELECT name FROM sqlite_master WHERE name = 'lease_machines_events'")
+    rails("db:rollback")
+    assert_equal [[1]], sqlite("SELECT format FROM lease_machines_schema")
+    assert_empty sqlite("SELECT name FROM sqlite_master WHERE name = 'lease_machines_events'")
   end
 
   # On PostgreSQL (DATABASE_URL, a database of its own in the suite's cluster): the generator writes the PostgreSQL
@@ -67,15 +92,15 @@ class RailtieTest < Minitest::Test
     assert_match(/warning\s+db\/schema\.rb and db\/structure\.sql keep no rows: /, output)
     migration = File.read(Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")].fetch(0))
     assert_includes migration,
-                    "      INSERT INTO lease_machines_schema (id, format) VALUES (1, 1) ON CONFLICT (id) DO NOTHING\n"
+                    "      INSERT INTO lease_machines_schema (id, format) VALUES (1, 2) ON CONFLICT (id) DO NOTHING\n"
     assert_includes migration, "      CREATE TABLE IF NOT EXISTS lease_machines_leases (\n        resource    text "
     assert_includes migration, "      CREATE TABLE IF NOT EXISTS lease_machines_fences (\n        resource text   "
     refute_includes migration, "STRICT"
 
     rails("db:migrate", env: env)
-    assert_equal %w[lease_machines_fences lease_machines_leases lease_machines_schema lease_machines_slot_fences
-                    lease_machines_slots], postgres_tables
-    assert_equal [["1"]], postgres("SELECT format FROM lease_machines_schema").values
+    assert_equal %w[lease_machines_events lease_machines_fences lease_machines_leases lease_machines_schema
+                    lease_machines_slot_fences lease_machines_slots], postgres_tables
+    assert_equal [["2"]], postgres("SELECT format FROM lease_machines_schema").values
 
     facts = JSON.parse(rails("runner", "script/nightly_report.rb", env: env).lines.last)
     assert_jobs_ran(facts, "postgresql")
@@ -98,7 +123,8 @@ class RailtieTest < Minitest::Test
     assert_equal [[1, "totals for Acme"]], facts["report"]
     assert_equal [["NightlyReportJob:Account/1", 1]], facts["fences"]
     assert_equal "postgresql://postgres@/#{@database}", facts["store"][2], "the host is in the URL's query"
-    assert_equal [%w[app lease_machines_fences], %w[app lease_machines_leases], %w[app lease_machines_schema],
+    assert_equal [%w[app lease_machines_events], %w[app lease_machines_fences], %w[app lease_machines_leases],
+                  %w[app lease_machines_schema],
                   %w[app lease_machines_slot_fences], %w[app lease_machines_slots]],
                  postgres("SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE " \
                           "'lease_machines_%' ORDER BY table_name").values

@@ -311,9 +311,9 @@ class StorePostgreSQLTest < Minitest::Test
 
   def test_a_newer_schema_format_or_a_foreign_table_is_refused
     open_store.close
-    admin.exec("UPDATE #{@schema}.lease_machines_schema SET format = 2")
+    admin.exec("UPDATE #{@schema}.lease_machines_schema SET format = 3")
     error = assert_raises(LeaseMachines::StoreError) { open_store }
-    assert_match(/format 2; this lease_machines reads format 1 only/, error.message)
+    assert_match(/format 3; this lease_machines reads format 2 only/, error.message)
     other = "t_#{SecureRandom.hex(6)}"
     admin.exec("CREATE SCHEMA #{other}; CREATE TABLE #{other}.lease_machines_leases (resource text, holder text)")
     error = assert_raises(LeaseMachines::StoreError) do
@@ -327,7 +327,7 @@ class StorePostgreSQLTest < Minitest::Test
     admin.exec("DELETE FROM #{@schema}.lease_machines_schema") # db:schema:load keeps no rows
     store = open_store
     assert_equal 1, store.checkpoint(resource: R).last_issued
-    assert_equal [["1"]], admin.exec("SELECT format FROM #{@schema}.lease_machines_schema").values
+    assert_equal [["2"]], admin.exec("SELECT format FROM #{@schema}.lease_machines_schema").values
     admin.exec("DELETE FROM #{@schema}.lease_machines_schema")
     conn = connection
     conn.exec("BEGIN")

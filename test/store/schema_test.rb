@@ -26,7 +26,7 @@ class StoreSchemaTest < Minitest::Test
     error = refused_at_open(@path)
     assert_match(/leases\.sqlite3 is not a lease store of this version: lease_machines_leases is not the lease /,
                  error.message)
-    assert_match(/\(columns resource TEXT, owner REAL, token INTEGER, .*; format 1 has resource TEXT, owner INTEGER, /,
+    assert_match(/\(columns resource TEXT, owner REAL, token INTEGER, .*; format 2 has resource TEXT, owner INTEGER, /,
                  error.message)
     tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").flatten
     assert_equal ["lease_machines_leases"], tables, "nothing was created in a database of another shape"
@@ -36,21 +36,52 @@ class StoreSchemaTest < Minitest::Test
   def test_another_format_is_refused
     LeaseMachines::Store.new(@path).close
     db = SQLite3::Database.new(@path)
-    db.execute("UPDATE lease_machines_schema SET format = 2")
+    db.execute("UPDATE lease_machines_schema SET format = 3")
     db.close
     error = refused_at_open(@path)
-    assert_match(/is not a lease store of this version: its schema is format 2; this lease_machines reads format 1 /,
+    assert_match(/is not a lease store of this version: its schema is format 3; this lease_machines reads format 2 /,
                  error.message)
+  end
+
+  # A format 1 database (before the event log): its tables as that format made them, with a lease on record.
+  def format_1_database
+    db = SQLite3::Database.new(@path)
+    db.execute_batch(LeaseMachines::Store::SCHEMA.sub(/-- The event log \(since format 2\).*\z/m, ""))
+    db.execute("UPDATE lease_machines_schema SET format = 1")
+    db.execute("INSERT INTO lease_machines_leases (resource, owner, token, expires_at, last_issued, observed, " \
+               "revision) VALUES ('r', 7, 3, 10.0, 3, 2.0, 5)")
+    db
+  end
+
+  def test_a_format_1_database_is_upgraded_on_open_keeping_every_lease
+    format_1_database.close
+    store = LeaseMachines::Store.new(@path)
+    assert_equal [[2]], store.database.execute("SELECT format FROM lease_machines_schema")
+    assert_equal LeaseMachines::Lease.new(owner: 7, token: 3, expires_at: 10.0), store.checkpoint(resource: "r").lease
+    assert_equal 4, store.acquire(resource: "r", owner: 8, ttl: 1.0, now: 11.0).lease.token
+    assert_equal %i[acquired], store.events(resource: "r").map(&:kind), "the log starts at the upgrade"
+    store.close
+  end
+
+  def test_a_format_1_database_is_not_upgraded_inside_the_applications_transaction
+    db = format_1_database
+    db.transaction do
+      error = refused_at_open(db)
+      assert_match(/its tables \(lease_machines_events\) are missing and a transaction is open/, error.message)
+    end
+    assert_equal [[1]], db.execute("SELECT format FROM lease_machines_schema"), "nothing was changed"
+    db.close
   end
 
   def test_a_database_of_the_first_release_without_the_format_row_is_taken_over
     db = SQLite3::Database.new(@path)
-    db.execute_batch(LeaseMachines::Store::SCHEMA.sub(/-- The schema's format.*?DO NOTHING;/m, ""))
+    db.execute_batch(LeaseMachines::Store::SCHEMA.sub(/-- The schema's format.*?DO NOTHING;/m, "")
+                                                 .sub(/^-- A format 1 database.*\z/m, ""))
     db.execute("INSERT INTO lease_machines_leases (resource, last_issued, observed, revision) VALUES ('r', 4, 0, 4)")
     db.close
     store = LeaseMachines::Store.new(@path)
     assert_equal 5, store.acquire(resource: "r", owner: 1, ttl: 1.0, now: 1.0).lease.token
-    assert_equal [[1]], store.database.execute("SELECT format FROM lease_machines_schema")
+    assert_equal [[2]], store.database.execute("SELECT format FROM lease_machines_schema")
     store.close
   end
 

@@ -2,19 +2,14 @@
 
 require "test_helper"
 require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
+require "support/store_rules"
 
 # Semaphores in the store (acquire with limit:), on SQLite (StoreSemaphoreTest) and PostgreSQL
 # (StoreSemaphorePostgreSQLTest): the same decisions as slot rows kept in memory for the same random requests, the
 # slot rules through the database, each slot's fence, and a limit of 1 being the plain lease.
 module StoreSemaphoreRules
   R = "reports"
-
-  def teardown
-    (@stores || []).each(&:close)
-    super
-  end
-
-  def store = @store ||= open_store
+  include LeaseMachines::TestSupport::StoreRules
 
   def acquire(owner, limit, now, ttl: 10.0) = store.acquire(resource: R, owner: owner, ttl: ttl, limit: limit, now: now)
 
@@ -139,7 +134,7 @@ class StoreSemaphoreTest < Minitest::Test
     @path = File.join(scratch_dir("lease-semaphore"), "leases.sqlite3")
   end
 
-  def open_store = LeaseMachines::Store.new(@path).tap { (@stores ||= []) << _1 }
+  def database = @path
 end
 
 class StoreSemaphorePostgreSQLTest < Minitest::Test
@@ -149,7 +144,7 @@ class StoreSemaphorePostgreSQLTest < Minitest::Test
     @url = fresh_postgres_schema_url
   end
 
-  def open_store = LeaseMachines::Store.new(@url).tap { (@stores ||= []) << _1 }
+  def database = @url
 
   # Every slot request on a resource locks its slot rows (slot 0's first) in one round trip, and commits in a
   # second: the budget of a single lease.

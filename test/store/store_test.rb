@@ -221,9 +221,10 @@ class StoreTest < Minitest::Test
 
   def test_the_schema_file_is_what_the_store_applies
     tables = @store.database.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").flatten
-    assert_equal %w[lease_machines_fences lease_machines_leases lease_machines_schema lease_machines_slot_fences
-                    lease_machines_slots], tables
-    assert_equal [[1, 1]], @store.database.execute("SELECT id, format FROM lease_machines_schema")
+    # sqlite_sequence is SQLite's own, for the event log's AUTOINCREMENT ids.
+    assert_equal %w[lease_machines_events lease_machines_fences lease_machines_leases lease_machines_schema
+                    lease_machines_slot_fences lease_machines_slots sqlite_sequence], tables
+    assert_equal [[1, 2]], @store.database.execute("SELECT id, format FROM lease_machines_schema")
     assert_includes LeaseMachines::Store::SCHEMA, "CREATE TABLE IF NOT EXISTS lease_machines_leases"
   end
 

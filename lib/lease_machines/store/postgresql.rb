@@ -35,9 +35,15 @@ module LeaseMachines
         "lease_machines_slots" => [%w[resource text], %w[slot integer], %w[owner bigint], %w[token bigint],
                                    ["expires_at", "double precision"], %w[last_issued bigint],
                                    ["observed", "double precision"], %w[revision bigint]],
-        "lease_machines_slot_fences" => [%w[resource text], %w[slot integer], %w[highest bigint]]
+        "lease_machines_slot_fences" => [%w[resource text], %w[slot integer], %w[highest bigint]],
+        "lease_machines_events" => [%w[id bigint], %w[resource text], %w[slot integer], %w[seq bigint], %w[kind text],
+                                    ["at", "double precision"], %w[owner bigint], %w[token bigint],
+                                    ["expires_at", "double precision"], %w[revision bigint], %w[reason text],
+                                    %w[replaced_owner bigint], %w[replaced_token bigint],
+                                    ["replaced_expires_at", "double precision"], %w[highest bigint]]
       }.freeze
-      FORMAT = 1
+      # Format 1 (before the event log) is upgraded on open: SCHEMA creates the event log and raises the format.
+      FORMAT = 2
       READ_COLUMNS = <<~SQL.freeze
         SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns
         WHERE table_schema = current_schema() AND table_name = ANY ($1::text[]) ORDER BY table_name, ordinal_position
@@ -102,6 +108,53 @@ module LeaseMachines
         INSERT INTO lease_machines_fences (resource, highest) VALUES ($1, $2)
         ON CONFLICT (resource) DO UPDATE SET highest = excluded.highest
       SQL
+      EVENT_COLUMNS = "kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, " \
+                      "replaced_expires_at, highest"
+      # One event logged, numbered after its lease's newest (seq), and the log pruned in constant work: the lease's
+      # events beyond its newest %14$s (by seq, through the lease's index: after the first prune, at most one), and
+      # of the log's two oldest events those more than %15$s seconds before it. Rows another transaction is pruning
+      # are skipped (SKIP LOCKED), so that no request waits for another resource's. One statement.
+      LOG_EVENT_LITERAL = <<~SQL.freeze
+        WITH logged AS (
+          INSERT INTO lease_machines_events (resource, slot, seq, #{EVENT_COLUMNS})
+          SELECT %1$s, %2$s, coalesce(max(seq), 0) + 1, %3$s, %4$s, %5$s, %6$s, %7$s, %8$s, %9$s, %10$s, %11$s, %12$s,
+                 %13$s
+          FROM lease_machines_events WHERE resource = %1$s AND slot = %2$s
+          RETURNING seq, at
+        ), pruned AS (
+          DELETE FROM lease_machines_events WHERE id IN (
+            SELECT id FROM lease_machines_events WHERE resource = %1$s AND slot = %2$s
+            AND seq <= (SELECT seq FROM logged) - %14$s FOR UPDATE SKIP LOCKED
+          ) OR id IN (
+            SELECT id FROM (SELECT id, at FROM lease_machines_events ORDER BY id LIMIT 2 FOR UPDATE SKIP LOCKED) oldest
+            WHERE oldest.at < (SELECT at FROM logged) - %15$s
+          )
+        )
+        SELECT seq FROM logged
+      SQL
+      READ_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events WHERE id > $1 " \
+                    "ORDER BY id LIMIT $2"
+      READ_RESOURCE_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events " \
+                             "WHERE resource = $1 AND id > $2 ORDER BY id LIMIT $3"
+      READ_CHANGES = "SELECT id, resource, slot, kind, at, owner, token, expires_at, revision, replaced_owner, " \
+                     "replaced_token, replaced_expires_at FROM lease_machines_events WHERE kind IN ('acquired', " \
+                     "'reacquired', 'renewed', 'released', 'transferred', 'revoked') ORDER BY id"
+      COUNT_EVENTS = "SELECT kind, count(*) FROM lease_machines_events GROUP BY kind ORDER BY kind"
+      LEASE_PAGE_COLUMNS = "owner, token, expires_at, last_issued, observed, revision, highest"
+      # Keyset pages in the database's own order of text (the primary keys'); the prefix is checked as the rows
+      # come (starts_with), so a page reads its rows and at most one more.
+      READ_LEASES = <<~SQL.freeze
+        SELECT resource, 0, #{LEASE_PAGE_COLUMNS} FROM lease_machines_leases LEFT JOIN lease_machines_fences
+        USING (resource) WHERE resource >= $1 AND (resource, 0) > ($2, $3) ORDER BY resource LIMIT $4
+      SQL
+      READ_SLOT_LEASES = <<~SQL.freeze
+        SELECT resource, slot, #{LEASE_PAGE_COLUMNS} FROM lease_machines_slots LEFT JOIN lease_machines_slot_fences
+        USING (resource, slot) WHERE resource >= $1 AND (resource, slot) > ($2, $3) ORDER BY resource, slot LIMIT $4
+      SQL
+      COUNT_LEASES = <<~SQL
+        SELECT (SELECT count(*) FROM lease_machines_leases WHERE starts_with(resource, $1)) +
+               (SELECT count(*) FROM lease_machines_slots WHERE starts_with(resource, $1))
+      SQL
       OLD_LOCK_TIMEOUT = "SELECT current_setting('lock_timeout')"
       RESTORE_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', $1, true)"
       OWN_MARK = "SELECT current_setting('lease_machines.own', true)"
@@ -113,7 +166,16 @@ module LeaseMachines
                        :SHARE_ROW, :READ_ROW, :READ_FENCE, :CLOCK, :WRITE_FENCE, :OLD_LOCK_TIMEOUT,
                        :RESTORE_LOCK_TIMEOUT, :OWN_MARK, :CREATE_LOCK, :TRANSACTION, :SAME_TRANSACTION, :ENDED,
                        :LOCK_SLOTS_BYTES, :CLOCK_AFTER, :WRITE_SLOT_LITERAL, :SHARE_SLOT, :READ_SLOT, :READ_SLOT_FENCE,
-                       :WRITE_SLOT_FENCE
+                       :WRITE_SLOT_FENCE, :EVENT_COLUMNS, :LOG_EVENT_LITERAL, :READ_EVENTS, :READ_RESOURCE_EVENTS,
+                       :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES, :READ_SLOT_LEASES,
+                       :COUNT_LEASES
+      # How long the server lets a decision's transaction sit idle between its two round trips before it ends the
+      # session: a process frozen there (SIGSTOP, a VM paused, a GC pause of seconds) would otherwise hold the
+      # resource's row lock, and every other process's request on it would wait for it to wake. The decision then
+      # fails with StoreError (nothing was committed) and the store reconnects at its next request. A decision
+      # runs no application code between the two round trips, so only a stalled process meets this limit; a fenced
+      # write, whose block may take its time, does not set it.
+      IDLE_IN_DECISION = "2s"
       # Rows, marks and clock readings are read in binary, exact whatever the connection's extra_float_digits.
       BINARY = 1
       # How long the server may take to answer a round trip beyond the request's lock wait, seconds: then the
@@ -265,18 +327,19 @@ module LeaseMachines
       # own row) and COMMIT. The row is known to exist from then on, and only then (a request that rolled back may
       # have made it exist in its own transaction only). A connection lost on the way raises StoreError saying that
       # whether the transaction committed is unknown.
-      def close_slots(resource, slot, row)
+      def close_slots(resource, slot, row, event)
         opened, name, known = @request
         @request = nil
         raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
 
         statements = []
         statements << (slot.zero? ? write_literal(name, row) : write_slot_literal(name, slot, row)) if row
+        statements << event_literal(name, slot, event)
         finish { simple(statements << "COMMIT") }
         learn(resource) unless known
       end
 
-      def close_request(resource, row) = close_slots(resource, 0, row)
+      def close_request(resource, row, event) = close_slots(resource, 0, row, event)
 
       # One round trip: the fenced write's transaction opened (BEGIN, or the savepoint +savepoint+ inside the open
       # transaction, keeping the lock timeout it replaces), the resource's row locked FOR SHARE (no grant can commit
@@ -306,16 +369,60 @@ module LeaseMachines
       # its savepoint released (the lock timeout it replaced restored), or the store's own committed.
       # The protected +statements+ ([sql, binds] pairs given up front) run first, in the same round trip; their rows
       # come back.
-      def close_fence(resource, token, savepoint:, statements: [], slot: 0)
+      def close_fence(resource, token, savepoint:, event:, statements: [], slot: 0)
         mark = slot.zero? ? [WRITE_FENCE, [resource, token]] : [WRITE_SLOT_FENCE, [resource, slot, token]]
-        ending = [[SAME_TRANSACTION, [@fence_transactions.delete(savepoint || :own)]], mark]
-        ending += if savepoint
-                    [[RESTORE_LOCK_TIMEOUT, [@kept_timeouts.delete(savepoint)]], ["RELEASE SAVEPOINT #{savepoint}"]]
-                  else
-                    [["COMMIT"]]
-                  end
-        finish(statements + ending).first(statements.size).map(&:values)
+        ending = [[SAME_TRANSACTION, [@fence_transactions.delete(savepoint || :own)]], mark,
+                  [event_literal(@connection.escape_literal(resource), slot, event)]]
+        finish(statements + ending + fence_end(savepoint)).first(statements.size).map(&:values)
       end
+
+      # One round trip: a refused fenced write's +event+ logged and its transaction ended as #close_fence ends it:
+      # the store's own commits with the event alone; inside the application's, the event joins it (and is gone if
+      # that rolls back).
+      def refuse_fence(resource, savepoint:, event:, slot: 0)
+        @fence_transactions.delete(savepoint || :own)
+        finish([[event_literal(@connection.escape_literal(resource), slot, event)]] + fence_end(savepoint))
+      end
+
+      # How much of the event log is kept: +per_lease+ events of each lease (Integer), none older than +max_age+
+      # Float seconds before the newest event's +at+.
+      def retain_events(per_lease:, max_age:)
+        @keep_events = Integer(per_lease)
+        @events_max_age = Float(max_age)
+      end
+
+      # Up to +limit+ events after id +after+ (of +resource+, or every resource's for nil), oldest first, each as
+      # [id, resource, slot, kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token,
+      # replaced_expires_at, highest]. One round trip.
+      def events(resource, after, limit)
+        found = if resource.nil?
+                  binary_rows(READ_EVENTS, [after, limit])
+                else
+                  binary_rows(READ_RESOURCE_EVENTS, [resource, after, limit])
+                end
+        found.each { |event| event[5], event[10] = unsigned(event[5]), unsigned(event[10]) }
+      end
+
+      # The accepted changes of the whole log, oldest first, as the extension's store audit reads them.
+      def changes = binary_rows(READ_CHANGES, []).each { |change| change[5], change[9] = unsigned(change[5]), unsigned(change[9]) }
+
+      # How many events of each kind the log keeps, as [kind, count] rows.
+      def event_counts = binary_rows(COUNT_EVENTS, [])
+
+      # Up to +limit+ leases after the key [+after_resource+, +after_slot+], named +from+ or later, in key order
+      # (see Store::SQLite#leases). Two keyset reads through the primary keys, merged.
+      def leases(from, after_resource, after_slot, limit)
+        params = [from, after_resource, after_slot, limit]
+        found = binary_rows(READ_LEASES, params) + binary_rows(READ_SLOT_LEASES, params)
+        found.sort_by! { |lease| [lease[0], lease[1]] }
+        found.first(limit).each { |lease| lease[2] = unsigned(lease[2]) }
+      end
+
+      # How many leases are named +prefix+... ("" for all).
+      def lease_count(prefix) = binary_rows(COUNT_LEASES, [prefix]).first.first
+
+      # The server's clock, Float seconds since the Unix epoch.
+      def server_now = binary_rows(CLOCK, []).first.first
 
       # Whether +error+ (from #close_fence) says the fenced write's transaction was ended inside it: its savepoint is
       # gone, or the transaction is another.
@@ -376,6 +483,60 @@ module LeaseMachines
 
       private
 
+      # How a fenced write's transaction ends: its savepoint released (the lock timeout it replaced restored), or
+      # the store's own committed.
+      def fence_end(savepoint)
+        return [["COMMIT"]] unless savepoint
+
+        [[RESTORE_LOCK_TIMEOUT, [@kept_timeouts.delete(savepoint)]], ["RELEASE SAVEPOINT #{savepoint}"]]
+      end
+
+      # The statement that logs +event+ (the extension's columns, with a fenced write's mark appended) of the lease
+      # +slot+ of the resource whose quoted name is +name+, and prunes (LOG_EVENT_LITERAL).
+      def event_literal(name, slot, event)
+        kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, replaced_expires_at,
+          highest = event
+        values = [kind, at, signed(owner), token, expires_at, revision, reason, signed(replaced_owner), replaced_token,
+                  replaced_expires_at, highest].map { literal(_1) }
+        format(LOG_EVENT_LITERAL, name, Integer(slot).to_s, *values, @keep_events.to_s, literal(@events_max_age))
+      end
+
+      # +value+ as an SQL literal: NULL, an Integer, a Float exactly (float8's input reads Ruby's shortest form back
+      # to the same double), a String quoted by the connection.
+      def literal(value)
+        case value
+        when nil then "NULL"
+        when Integer then value.to_s
+        when Float then "'#{value}'::float8"
+        when String then @connection.escape_literal(value)
+        else raise TypeError, "the extension wrote #{LeaseMachines.shown(value)} into an event"
+        end
+      end
+
+      # An owner (0 to 2**64-1) as the signed bigint the tables store, and back.
+      def signed(owner) = owner && owner > MAX_INTEGER ? owner - 2**64 : owner
+      def unsigned(owner) = Integer === owner && owner.negative? ? owner + 2**64 : owner
+
+      # The rows of a read-only statement, in binary and decoded by column type (bigint, integer, double precision,
+      # text): exact whatever the connection's settings. One round trip.
+      def binary_rows(sql, params)
+        result = raw(@connection.exec_params(sql, params, BINARY))
+        types = Array.new(result.nfields) { result.ftype(_1) }
+        result.values.map do |row|
+          row.each_with_index.map { |value, index| value && decode(types[index], value) }
+        end
+      end
+
+      def decode(type, bytes)
+        case type
+        when 20 then integer(bytes) # bigint
+        when 23 then bytes.unpack1("l>") # integer
+        when 701 then float(bytes) # double precision
+        when 25 then bytes.force_encoding(Encoding::UTF_8) # text
+        else raise StoreError, "#{@name}: a column of type #{type} in the lease store's tables"
+        end
+      end
+
       # A request's first statements: the transaction's opening, and the resource's row made to exist unless a
       # committed request of this store has seen it. Returns [the quoted name, statements]; the request is remembered
       # for its close (the quoted name, and whether to learn the row).
@@ -416,6 +577,7 @@ module LeaseMachines
         statements << MARK_OWN unless @owned
         statements << "SET LOCAL lock_timeout = '#{@lock_timeout}'" unless @lock_timeout.empty?
         statements << "SET LOCAL synchronous_commit = on"
+        statements << "SET LOCAL idle_in_transaction_session_timeout = '#{IDLE_IN_DECISION}'"
         statements << "SET LOCAL lease_machines.own = 'own'" unless @owned
         statements.freeze
       end
@@ -612,8 +774,7 @@ module LeaseMachines
 
       def columns_of(row)
         owner, *rest = row
-        owner -= 2**64 if owner && owner > MAX_INTEGER
-        [owner, *rest]
+        [signed(owner), *rest]
       end
 
       # Creates what is missing (only outside a transaction), then checks every table's columns and the format.

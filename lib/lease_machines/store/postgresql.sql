@@ -1,4 +1,4 @@
--- Schema of LeaseMachines::Store on PostgreSQL (format 1). The store creates it on first use; apply it yourself
+-- Schema of LeaseMachines::Store on PostgreSQL (format 2). The store creates it on first use; apply it yourself
 -- when you manage the schema with migrations. On open, the store checks the format row and every column's name and
 -- type, and refuses tables of another shape (a foreign table of the same name, a newer format). Tokens and owners
 -- are bigints (signed 64-bit): tokens above 2**63-1 are refused, owners above it are stored as their
@@ -10,7 +10,7 @@ CREATE TABLE IF NOT EXISTS lease_machines_schema (
   id     integer PRIMARY KEY CHECK (id = 1),
   format integer NOT NULL
 );
-INSERT INTO lease_machines_schema (id, format) VALUES (1, 1) ON CONFLICT (id) DO NOTHING;
+INSERT INTO lease_machines_schema (id, format) VALUES (1, 2) ON CONFLICT (id) DO NOTHING;
 
 -- One row per resource: the authority's checkpoint.
 CREATE TABLE IF NOT EXISTS lease_machines_leases (
@@ -54,3 +54,31 @@ CREATE TABLE IF NOT EXISTS lease_machines_slot_fences (
   highest  bigint  NOT NULL CHECK (highest >= 1),
   PRIMARY KEY (resource, slot)
 );
+
+-- The event log (since format 2): one row per decision (every accepted change, and every refusal with its reason)
+-- and per fenced write (accepted with the mark it left, or refused with the mark that refused it), written in the
+-- request's own transaction. id rises with every event (in commit order per resource: its row's lock serializes
+-- them); seq counts one lease's events (a resource's, or one slot's of its semaphore), so that each request prunes
+-- in constant work: the lease's events beyond the newest keep_events, and the log's oldest ones older than
+-- events_max_age. seq is not unique: two fenced writes of one lease, which share its row's lock, may number alike.
+CREATE TABLE IF NOT EXISTS lease_machines_events (
+  id                  bigint           GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  resource            text             NOT NULL,
+  slot                integer          NOT NULL CHECK (slot BETWEEN 0 AND 1023),
+  seq                 bigint           NOT NULL CHECK (seq >= 1),
+  kind                text             NOT NULL,
+  at                  double precision NOT NULL,
+  owner               bigint,           -- the lease's owner; for a refusal, who asked
+  token               bigint,           -- the lease's token; for a refusal or a fenced write, the one presented
+  expires_at          double precision,
+  revision            bigint,           -- the lease row's revision after an accepted change
+  reason              text,             -- why a request or a write was refused
+  replaced_owner      bigint,           -- the lease record an accepted change replaced (a takeover's expired one)
+  replaced_token      bigint,
+  replaced_expires_at double precision,
+  highest             bigint            -- a fenced write's mark: the one it left, or the one that refused it
+);
+CREATE INDEX IF NOT EXISTS lease_machines_events_lease ON lease_machines_events (resource, slot, seq);
+
+-- A format 1 database (before the event log) has just been given the log above: its format is raised.
+UPDATE lease_machines_schema SET format = 2 WHERE id = 1 AND format = 1;

@@ -8,9 +8,11 @@ module LeaseMachines
       # rather than failing at some later request.
       module Schema
         # The format this version reads and writes (the one row of lease_machines_schema).
-        FORMAT = 1
+        # Format 1 (lease_machines 0.x before the event log) is upgraded on open: SCHEMA creates the event log and
+        # raises the format, in one transaction.
+        FORMAT = 2
         TABLES = %w[lease_machines_schema lease_machines_leases lease_machines_fences lease_machines_slots
-                    lease_machines_slot_fences].freeze
+                    lease_machines_slot_fences lease_machines_events].freeze
         # Each column as [name, declared type], as PRAGMA table_info reports it.
         COLUMNS = "SELECT name, type FROM pragma_table_info(?) ORDER BY cid"
         READ_FORMAT = "SELECT format FROM lease_machines_schema WHERE id = 1"
@@ -18,7 +20,8 @@ module LeaseMachines
         module_function
 
         # Creates what is missing (only outside a transaction: inside one, the application's, the schema must already
-        # be there), then checks every table's columns and the format. Tables of another shape are refused before
+        # be there), upgrading a format 1 database to format 2 (its event log), then checks every table's columns
+        # and the format. Tables of another shape are refused before
         # anything is written. Raises StoreError for a mismatch, SQLite3::Exception when the database cannot be read.
         def prepare(adapter)
           found = columns(adapter)
@@ -30,7 +33,7 @@ module LeaseMachines
                               "open on the connection: run the schema (LeaseMachines::Store::SCHEMA) or the " \
                               "install generator's migration first")
             end
-            adapter.connection.execute_batch(SCHEMA)
+            adapter.connection.transaction(:immediate) { adapter.connection.execute_batch(SCHEMA) }
             check_columns(adapter, columns(adapter))
             format = format_of(adapter)
           end

@@ -62,10 +62,51 @@ module LeaseMachines
         INSERT INTO lease_machines_slot_fences (resource, slot, highest) VALUES (?, ?, ?)
         ON CONFLICT (resource, slot) DO UPDATE SET highest = excluded.highest
       SQL
+      EVENT_COLUMNS = "kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, " \
+                      "replaced_expires_at, highest"
+      # The lease's next event, numbered after its newest (seq), in one statement.
+      LOG_EVENT = <<~SQL.freeze
+        INSERT INTO lease_machines_events (resource, slot, seq, #{EVENT_COLUMNS})
+        SELECT ?1, ?2, coalesce(max(seq), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13
+        FROM lease_machines_events WHERE resource = ?1 AND slot = ?2
+        RETURNING seq
+      SQL
+      # Retention, in constant work per event: the lease's events beyond its newest ?3 (by seq, through the lease's
+      # index: after the first prune, at most one), and of the log's two oldest events those before ?4.
+      PRUNE_EVENTS = <<~SQL.freeze
+        DELETE FROM lease_machines_events WHERE id IN (
+          SELECT id FROM lease_machines_events WHERE resource = ?1 AND slot = ?2 AND seq <= ?3
+          UNION ALL
+          SELECT id FROM (SELECT id, at FROM lease_machines_events ORDER BY id LIMIT 2) WHERE at < ?4)
+      SQL
+      READ_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events WHERE id > ? " \
+                    "ORDER BY id LIMIT ?"
+      READ_RESOURCE_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events " \
+                             "WHERE resource = ? AND id > ? ORDER BY id LIMIT ?"
+      CHANGES = "'acquired', 'reacquired', 'renewed', 'released', 'transferred', 'revoked'"
+      READ_CHANGES = "SELECT id, resource, slot, kind, at, owner, token, expires_at, revision, replaced_owner, " \
+                     "replaced_token, replaced_expires_at FROM lease_machines_events WHERE kind IN (#{CHANGES}) " \
+                     "ORDER BY id".freeze
+      COUNT_EVENTS = "SELECT kind, count(*) FROM lease_machines_events GROUP BY kind ORDER BY kind"
+      LEASE_PAGE_COLUMNS = "owner, token, expires_at, last_issued, observed, revision, highest"
+      READ_LEASES = <<~SQL.freeze
+        SELECT resource, 0, #{LEASE_PAGE_COLUMNS} FROM lease_machines_leases LEFT JOIN lease_machines_fences
+        USING (resource) WHERE resource >= ?1 AND (resource, 0) > (?2, ?3) ORDER BY resource LIMIT ?4
+      SQL
+      READ_SLOT_LEASES = <<~SQL.freeze
+        SELECT resource, slot, #{LEASE_PAGE_COLUMNS} FROM lease_machines_slots LEFT JOIN lease_machines_slot_fences
+        USING (resource, slot) WHERE resource >= ?1 AND (resource, slot) > (?2, ?3) ORDER BY resource, slot LIMIT ?4
+      SQL
+      COUNT_LEASES = <<~SQL
+        SELECT (SELECT count(*) FROM lease_machines_leases WHERE substr(resource, 1, ?1) = ?2) +
+               (SELECT count(*) FROM lease_machines_slots WHERE substr(resource, 1, ?1) = ?2)
+      SQL
       COMMIT = "COMMIT"
       # The savepoint that marks a transaction as the store's own.
       OWN = "lease_machines_own"
       private_constant :LEASE_COLUMNS, :READ_LEASE, :WRITE_LEASE, :READ_FENCE, :WRITE_FENCE, :COMMIT, :OWN,
+                       :EVENT_COLUMNS, :LOG_EVENT, :PRUNE_EVENTS, :READ_EVENTS, :READ_RESOURCE_EVENTS, :CHANGES,
+                       :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES, :READ_SLOT_LEASES, :COUNT_LEASES,
                        :READ_SLOTS, :READ_SLOT, :WRITE_SLOT, :READ_SLOT_FENCE, :WRITE_SLOT_FENCE
 
       # The connection, and what names it in messages (the database file's path, or ":memory:").
@@ -187,9 +228,11 @@ module LeaseMachines
         [read_row(resource), nil]
       end
 
-      # Writes +row+ (the extension's columns; nil: nothing changed) and commits.
-      def close_request(resource, row)
+      # Writes +row+ (the extension's columns; nil: nothing changed) and the request's +event+ (the extension's
+      # columns, see #log_event), and commits.
+      def close_request(resource, row, event)
         write_row(resource, row) if row
+        log_event(resource, 0, event)
         step(COMMIT)
       end
 
@@ -204,9 +247,10 @@ module LeaseMachines
         [rows, nil]
       end
 
-      # Writes +row+ into +slot+ (nil: nothing changed) and commits.
-      def close_slots(resource, slot, row)
+      # Writes +row+ into +slot+ (nil: nothing changed) and the request's +event+ in that slot, and commits.
+      def close_slots(resource, slot, row, event)
         write_row(resource, row, slot: slot) if row
+        log_event(resource, slot, event)
         step(COMMIT)
       end
 
@@ -220,12 +264,65 @@ module LeaseMachines
       # Raises the fence mark of +resource+ to +token+ and ends the fenced write's transaction: releases its
       # savepoint, or commits the store's own.
       # The protected +statements+ ([sql, binds] pairs given up front) run first; their rows come back.
-      def close_fence(resource, token, savepoint:, statements: [], slot: 0)
+      def close_fence(resource, token, savepoint:, event:, statements: [], slot: 0)
         results = statements.map { |sql, binds| rows(sql, *binds) }
         slot.zero? ? step(WRITE_FENCE, resource, token) : step(WRITE_SLOT_FENCE, resource, slot, token)
-        savepoint ? @connection.execute("RELEASE #{savepoint}") : step(COMMIT)
+        log_event(resource, slot, event)
+        end_fence(savepoint)
         results
       end
+
+      # Logs a refused fenced write's +event+ and ends its transaction as #close_fence does: the store's own
+      # commits with the event alone; inside the application's, the event joins it (and is gone if it rolls back).
+      def refuse_fence(resource, savepoint:, event:, slot: 0)
+        log_event(resource, slot, event)
+        end_fence(savepoint)
+      end
+
+      # How much of the event log is kept: +per_lease+ events of each lease (Integer), none older than +max_age+
+      # Float seconds before the newest event's +at+.
+      def retain_events(per_lease:, max_age:)
+        @keep_events = per_lease
+        @events_max_age = max_age
+      end
+
+      # Up to +limit+ events after id +after+ (of +resource+, or every resource's for nil), oldest first, each as
+      # [id, resource, slot, kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token,
+      # replaced_expires_at, highest].
+      def events(resource, after, limit)
+        found = resource.nil? ? rows(READ_EVENTS, after, limit) : rows(READ_RESOURCE_EVENTS, resource, after, limit)
+        found.map do |event|
+          event = event.dup
+          event[5] = unsigned(event[5])
+          event[10] = unsigned(event[10])
+          event
+        end
+      end
+
+      # The accepted changes of the whole log, oldest first, as the extension's store audit reads them.
+      def changes
+        rows(READ_CHANGES).map do |change|
+          change = change.dup
+          change[5], change[9] = unsigned(change[5]), unsigned(change[9])
+          change
+        end
+      end
+
+      # How many events of each kind the log keeps, as [kind, count] rows.
+      def event_counts = rows(COUNT_EVENTS)
+
+      # Up to +limit+ leases (a resource's row as slot 0, its semaphore's slot rows above) after the key
+      # [+after_resource+, +after_slot+], named +from+ or later, in key order, each as [resource, slot, owner, token,
+      # expires_at, last_issued, observed, revision, highest]. Two keyset reads through the primary keys, merged.
+      def leases(from, after_resource, after_slot, limit)
+        found = rows(READ_LEASES, from, after_resource, after_slot, limit) +
+                rows(READ_SLOT_LEASES, from, after_resource, after_slot, limit)
+        found.sort_by! { |lease| [lease[0], lease[1]] }
+        found.first(limit).map { |lease| owner_of_lease(lease) }
+      end
+
+      # How many leases are named +prefix+... ("" for all).
+      def lease_count(prefix) = rows(COUNT_LEASES, prefix.length, prefix).first.first
 
       # Whether +error+ (from #close_fence) says the fenced write's transaction was ended inside it: its savepoint is
       # gone (released, or rolled back to an outer one, inside the block).
@@ -269,19 +366,43 @@ module LeaseMachines
 
       private
 
+      # Writes one event: +event+ is [kind, at, owner, token, expires_at, revision, reason, replaced_owner,
+      # replaced_token, replaced_expires_at] (the extension's) with the fenced write's mark appended, or nil; then
+      # prunes, in constant work (see PRUNE_EVENTS).
+      def log_event(resource, slot, event)
+        kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, replaced_expires_at,
+          highest = event
+        seq = step(LOG_EVENT, resource, slot, kind, at, signed(owner), token, expires_at, revision, reason,
+                   signed(replaced_owner), replaced_token, replaced_expires_at, highest).first
+        step(PRUNE_EVENTS, resource, slot, seq - @keep_events, at - @events_max_age)
+      end
+
+      def end_fence(savepoint) = savepoint ? @connection.execute("RELEASE #{savepoint}") : step(COMMIT)
+
+      # An owner (0 to 2**64-1) as the signed 64-bit INTEGER SQLite stores, and back.
+      def signed(owner) = owner && owner > MAX_INTEGER ? owner - 2**64 : owner
+      def unsigned(owner) = Integer === owner && owner.negative? ? owner + 2**64 : owner
+
       # Takes the write lock at once and marks the transaction as the store's with a savepoint, in one call into
       # SQLite, so that no Ruby code (a signal's trap handler) can run between the two.
       def begin_transaction = @connection.execute_batch2("BEGIN IMMEDIATE; SAVEPOINT #{OWN}")
 
       def write_row(resource, row, slot: 0)
         owner, *rest = row
-        owner -= 2**64 if owner && owner > MAX_INTEGER
+        owner = signed(owner)
         slot.zero? ? step(WRITE_LEASE, resource, owner, *rest) : step(WRITE_SLOT, resource, slot, owner, *rest)
+      end
+
+      # A listed lease with its owner read back from its two's complement.
+      def owner_of_lease(lease)
+        lease = lease.dup
+        lease[2] = unsigned(lease[2])
+        lease
       end
 
       # +columns+ with the owner read back from its two's complement.
       def owner_of(columns)
-        columns[0] += 2**64 if Integer === columns[0] && columns[0].negative?
+        columns[0] = unsigned(columns[0])
         columns
       end
 

@@ -12,10 +12,11 @@ module LeaseMachines
       include ::ActiveRecord::Generators::Migration
 
       source_root File.expand_path("templates", __dir__)
-      desc "Writes the migration that creates lease_machines_leases, lease_machines_fences and the semaphores' " \
-           "lease_machines_slots and lease_machines_slot_fences (the lease store's " \
-           "schema, format 1) in the application's SQLite or PostgreSQL database, and an initializer for " \
-           "config.lease_machines."
+      desc "Writes the migration that creates lease_machines_leases, lease_machines_fences, the semaphores' " \
+           "lease_machines_slots and lease_machines_slot_fences, and the event log lease_machines_events (the " \
+           "lease store's schema, format 2) in the application's SQLite or PostgreSQL database, and an initializer " \
+           "for config.lease_machines. Where an earlier version's migration created the format 1 tables, it writes " \
+           "the migration that adds the event log instead."
 
       # A refusal (Thor::Error) exits non-zero, so that a script running the generator stops.
       def self.exit_on_failure? = true
@@ -42,6 +43,11 @@ module LeaseMachines
 
       def create_migration_file
         refuse_other_databases
+        if created_before?
+          return migration_template("add_lease_machines_events.rb.tt",
+                                    File.join(db_migrate_path, "add_lease_machines_events.rb"))
+        end
+
         migration_template "create_lease_machines_tables.rb.tt",
                            File.join(db_migrate_path, "create_lease_machines_tables.rb")
         if postgresql?
@@ -59,7 +65,10 @@ module LeaseMachines
                           "(config.to_prepare { LeaseMachines::Jobs.fence_record = ... })", :yellow
       end
 
-      def create_initializer = template("lease_machines.rb.tt", "config/initializers/lease_machines.rb")
+      def create_initializer
+        initializer = "config/initializers/lease_machines.rb"
+        template("lease_machines.rb.tt", initializer) unless created_before? && File.exist?(File.join(destination_root, initializer))
+      end
 
       private
 
@@ -69,6 +78,18 @@ module LeaseMachines
         require "lease_machines/store"
         schema = postgresql? ? LeaseMachines::Store::PostgreSQL::SCHEMA : LeaseMachines::Store::SCHEMA
         schema.split(/;[ \t]*$/).map(&:strip).reject { |sql| sql.lines.all? { _1.start_with?("--") } }
+      end
+
+      # The statements of the event log (format 2), for a database of format 1: the log's table and index, and the
+      # format raised.
+      def event_log_statements
+        schema_statements.select { _1.include?("lease_machines_events") || _1.include?("SET format = 2") }
+      end
+
+      # Whether this application's migrations already create the lease store's tables (an earlier version's
+      # install): then the event log is added by a migration of its own.
+      def created_before?
+        Dir[File.join(destination_root, db_migrate_path, "*_create_lease_machines_tables.rb")].any?
       end
 
       # Whether the migration is for PostgreSQL (else SQLite), as config/database.yml names the database.
