@@ -66,6 +66,9 @@ def repack(tree, out_dir)
     end
 
     Dir.chdir(gem_dir) do
+      # The gem is what the package installs, nothing else: a specification's test files are not in the package
+      # (childprocess's lists its spec/), and rubygems would add them to the files to pack.
+      spec.test_files = []
       spec.files = Dir.glob("**/*", File::FNM_DOTMATCH).select { |path| File.file?(path) }.sort
       spec.signing_key = nil
       spec.cert_chain = []
