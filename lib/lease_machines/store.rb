@@ -228,20 +228,17 @@ module LeaseMachines
       LeaseMachines.__send__(:_store_audit, path, changes)
     end
 
-    # Up to +limit+ leases (1 to 1000, default 100) in key order ([resource, slot]: a resource's lease, then its
-    # semaphore's slots above 0), after the key +after+ (a [resource, slot] pair, such as the last one's
-    # ResourceState#key; nil from the first), of resources whose names start with +prefix+ (a String; nil for
-    # all). A frozen Array of Store::ResourceState: keyset pages, never an offset. Raises TypeError or
+    # Up to +limit+ leases (1 to 1000, default 100) in key order ([resource, slot], names in the database's order:
+    # SQLite's bytewise, PostgreSQL's collation; a resource's lease, then its semaphore's slots above 0), after the
+    # key +after+ (a [resource, slot] pair, such as the last one's ResourceState#key; nil from the first), of
+    # resources whose names start with +prefix+ (a String; nil for all). A frozen Array of Store::ResourceState: keyset pages, never an offset. Raises TypeError or
     # ArgumentError for a bad argument.
     def resources(after: nil, limit: 100, prefix: nil)
       limit = page_limit(limit, 1000)
       prefix = prefix.nil? ? "" : resource_prefix(prefix)
       after_resource, after_slot = lease_key(after)
-      from = [prefix, after_resource].max
-      found = query { @adapter.leases(from, after_resource, after_slot, limit) }
-      found.take_while { |row| row[0].start_with?(prefix) }.map do |resource, slot, *columns|
-        ResourceState.new(resource, slot, *columns)
-      end.freeze
+      found = query { @adapter.leases(prefix, after_resource, after_slot, limit) }
+      found.map { |resource, slot, *columns| ResourceState.new(resource, slot, *columns) }.freeze
     end
 
     # How many leases (resources, and semaphore slots above 0) the store has rows for, of resources whose names

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "support/dummy_app"
 require "fileutils"
 require "json"
 require "open3"
@@ -11,20 +12,10 @@ require "securerandom"
 # database, and a job that declares holds_lease without an include (and without ttl:, from
 # config.lease_machines.default_ttl) runs with its write fenced, its lease taken in the application's database.
 class RailtieTest < Minitest::Test
-  DUMMY = File.expand_path("../dummy", __dir__)
-  RUBY = File.expand_path("../../bin/ruby", __dir__)
+  include LeaseMachines::TestSupport::DummyApp
 
   def setup
-    plain_suite_only!("boots a Rails application in child processes")
-    checkout_only!("runs this checkout's dummy application")
-    requires_sqlite3!
-    begin
-      Gem::Specification.find_by_name("railties", "~> 7.2")
-    rescue Gem::MissingSpecError
-      skip "railties 7.2 is not installed for this Ruby"
-    end
-    @app = File.join(scratch_dir("lm-dummy-app"), "dummy")
-    FileUtils.cp_r(DUMMY, @app)
+    @app = copy_dummy_app("lm-dummy-app")
   end
 
   def teardown
@@ -96,6 +87,8 @@ class RailtieTest < Minitest::Test
     assert_includes migration, "      CREATE TABLE IF NOT EXISTS lease_machines_leases (\n        resource    text "
     assert_includes migration, "      CREATE TABLE IF NOT EXISTS lease_machines_fences (\n        resource text   "
     refute_includes migration, "STRICT"
+    assert_match(/^    execute <<~'SQL'\n(?:(?!    SQL\n).)*CREATE OR REPLACE FUNCTION lease_machines_log_event\(.*?^      \$\$\n    SQL\n/m,
+                 migration, "the event log's function is one statement, its body whole")
 
     rails("db:migrate", env: env)
     assert_equal %w[lease_machines_events lease_machines_fences lease_machines_leases lease_machines_schema
@@ -109,6 +102,7 @@ class RailtieTest < Minitest::Test
 
     rails("db:rollback", env: env)
     assert_empty postgres_tables
+    assert_empty postgres("SELECT proname FROM pg_proc WHERE proname = 'lease_machines_log_event'").values
   end
 
   # The default store on PostgreSQL reaches the application's database as ActiveRecord does: here over the Unix
@@ -275,7 +269,7 @@ class RailtieTest < Minitest::Test
   end
 
   def rails_status(*args, env: {})
-    Open3.capture2e({ "RAILS_ENV" => "test" }.merge(env), RUBY, "bin/rails", *args, chdir: @app)
+    dummy_rails(@app, *args, env: env)
   end
 
   def sqlite(sql)

@@ -110,28 +110,9 @@ module LeaseMachines
       SQL
       EVENT_COLUMNS = "kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, " \
                       "replaced_expires_at, highest"
-      # One event logged, numbered after its lease's newest (seq), and the log pruned in constant work: the lease's
-      # events beyond its newest %14$s (by seq, through the lease's index: after the first prune, at most one), and
-      # of the log's two oldest events those more than %15$s seconds before it. Rows another transaction is pruning
-      # are skipped (SKIP LOCKED), so that no request waits for another resource's. One statement.
-      LOG_EVENT_LITERAL = <<~SQL.freeze
-        WITH logged AS (
-          INSERT INTO lease_machines_events (resource, slot, seq, #{EVENT_COLUMNS})
-          SELECT %1$s, %2$s, coalesce(max(seq), 0) + 1, %3$s, %4$s, %5$s, %6$s, %7$s, %8$s, %9$s, %10$s, %11$s, %12$s,
-                 %13$s
-          FROM lease_machines_events WHERE resource = %1$s AND slot = %2$s
-          RETURNING seq, at
-        ), pruned AS (
-          DELETE FROM lease_machines_events WHERE id IN (
-            SELECT id FROM lease_machines_events WHERE resource = %1$s AND slot = %2$s
-            AND seq <= (SELECT seq FROM logged) - %14$s FOR UPDATE SKIP LOCKED
-          ) OR id IN (
-            SELECT id FROM (SELECT id, at FROM lease_machines_events ORDER BY id LIMIT 2 FOR UPDATE SKIP LOCKED) oldest
-            WHERE oldest.at < (SELECT at FROM logged) - %15$s
-          )
-        )
-        SELECT seq FROM logged
-      SQL
+      # One event logged and the log pruned, by the schema's function (lease_machines_log_event): one statement.
+      LOG_EVENT_LITERAL = "SELECT lease_machines_log_event(%1$s, %2$s, %3$s, %4$s, %5$s, %6$s, %7$s, %8$s, %9$s, " \
+                          "%10$s, %11$s, %12$s, %13$s, %14$s, %15$s)"
       READ_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events WHERE id > $1 " \
                     "ORDER BY id LIMIT $2"
       READ_RESOURCE_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events " \
@@ -141,15 +122,18 @@ module LeaseMachines
                      "'reacquired', 'renewed', 'released', 'transferred', 'revoked') ORDER BY id"
       COUNT_EVENTS = "SELECT kind, count(*) FROM lease_machines_events GROUP BY kind ORDER BY kind"
       LEASE_PAGE_COLUMNS = "owner, token, expires_at, last_issued, observed, revision, highest"
-      # Keyset pages in the database's own order of text (the primary keys'); the prefix is checked as the rows
-      # come (starts_with), so a page reads its rows and at most one more.
+      # A keyset page in the database's own order of text (its collation's, which the primary keys' indexes follow):
+      # both tables' pages merged by the server, so the order is the one the next page's key is compared in. The
+      # prefix is a filter (starts_with), which holds whatever the collation.
       READ_LEASES = <<~SQL.freeze
-        SELECT resource, 0, #{LEASE_PAGE_COLUMNS} FROM lease_machines_leases LEFT JOIN lease_machines_fences
-        USING (resource) WHERE resource >= $1 AND (resource, 0) > ($2, $3) ORDER BY resource LIMIT $4
-      SQL
-      READ_SLOT_LEASES = <<~SQL.freeze
-        SELECT resource, slot, #{LEASE_PAGE_COLUMNS} FROM lease_machines_slots LEFT JOIN lease_machines_slot_fences
-        USING (resource, slot) WHERE resource >= $1 AND (resource, slot) > ($2, $3) ORDER BY resource, slot LIMIT $4
+        SELECT * FROM (
+          (SELECT resource, 0 AS slot, #{LEASE_PAGE_COLUMNS} FROM lease_machines_leases LEFT JOIN lease_machines_fences
+           USING (resource) WHERE starts_with(resource, $1) AND resource > $2 ORDER BY resource LIMIT $4)
+          UNION ALL
+          (SELECT resource, slot, #{LEASE_PAGE_COLUMNS} FROM lease_machines_slots LEFT JOIN lease_machines_slot_fences
+           USING (resource, slot) WHERE starts_with(resource, $1) AND (resource, slot) > ($2, $3::integer)
+           ORDER BY resource, slot LIMIT $4)
+        ) page ORDER BY resource, slot LIMIT $4
       SQL
       COUNT_LEASES = <<~SQL
         SELECT (SELECT count(*) FROM lease_machines_leases WHERE starts_with(resource, $1)) +
@@ -167,7 +151,7 @@ module LeaseMachines
                        :RESTORE_LOCK_TIMEOUT, :OWN_MARK, :CREATE_LOCK, :TRANSACTION, :SAME_TRANSACTION, :ENDED,
                        :LOCK_SLOTS_BYTES, :CLOCK_AFTER, :WRITE_SLOT_LITERAL, :SHARE_SLOT, :READ_SLOT, :READ_SLOT_FENCE,
                        :WRITE_SLOT_FENCE, :EVENT_COLUMNS, :LOG_EVENT_LITERAL, :READ_EVENTS, :READ_RESOURCE_EVENTS,
-                       :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES, :READ_SLOT_LEASES,
+                       :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES,
                        :COUNT_LEASES
       # How long the server lets a decision's transaction sit idle between its two round trips before it ends the
       # session: a process frozen there (SIGSTOP, a VM paused, a GC pause of seconds) would otherwise hold the
@@ -409,13 +393,13 @@ module LeaseMachines
       # How many events of each kind the log keeps, as [kind, count] rows.
       def event_counts = binary_rows(COUNT_EVENTS, [])
 
-      # Up to +limit+ leases after the key [+after_resource+, +after_slot+], named +from+ or later, in key order
-      # (see Store::SQLite#leases). Two keyset reads through the primary keys, merged.
-      def leases(from, after_resource, after_slot, limit)
-        params = [from, after_resource, after_slot, limit]
-        found = binary_rows(READ_LEASES, params) + binary_rows(READ_SLOT_LEASES, params)
-        found.sort_by! { |lease| [lease[0], lease[1]] }
-        found.first(limit).each { |lease| lease[2] = unsigned(lease[2]) }
+      # Up to +limit+ leases of resources named +prefix+..., after the key [+after_resource+, +after_slot+], in key
+      # order (see Store::SQLite#leases): one statement (READ_LEASES). A key's slot 0 is its resource's lease, so
+      # the leases table's page starts after the key's resource whatever its slot (names are never empty).
+      def leases(prefix, after_resource, after_slot, limit)
+        binary_rows(READ_LEASES, [prefix, after_resource, after_slot, limit]).each do |lease|
+          lease[2] = unsigned(lease[2])
+        end
       end
 
       # How many leases are named +prefix+... ("" for all).

@@ -59,8 +59,8 @@ CREATE TABLE IF NOT EXISTS lease_machines_slot_fences (
 -- and per fenced write (accepted with the mark it left, or refused with the mark that refused it), written in the
 -- request's own transaction. id rises with every event (in commit order per resource: its row's lock serializes
 -- them); seq counts one lease's events (a resource's, or one slot's of its semaphore), so that each request prunes
--- in constant work: the lease's events beyond the newest keep_events, and the log's oldest ones older than
--- events_max_age. seq is not unique: two fenced writes of one lease, which share its row's lock, may number alike.
+-- in constant work: the lease's event that falls out of its newest keep_events, and the log's oldest ones older
+-- than events_max_age. seq is not unique: two fenced writes of one lease, which share its row's lock, may number alike.
 CREATE TABLE IF NOT EXISTS lease_machines_events (
   id                  bigint           GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   resource            text             NOT NULL,
@@ -79,6 +79,44 @@ CREATE TABLE IF NOT EXISTS lease_machines_events (
   highest             bigint            -- a fenced write's mark: the one it left, or the one that refused it
 );
 CREATE INDEX IF NOT EXISTS lease_machines_events_lease ON lease_machines_events (resource, slot, seq);
+
+-- Logs one event, numbered after its lease's newest (seq), and prunes in constant work: the lease's event that falls
+-- out of its newest keep_events (the one numbered keep_events before, found by the lease's index), and of the log's
+-- two oldest events those more than max_age seconds before this one (which also takes, in time, what a lowered
+-- keep_events left). Rows another transaction is pruning are skipped (SKIP LOCKED), so that no request waits for
+-- another resource's. A function, so that each connection plans these
+-- statements once (PL/pgSQL keeps their plans) where a request's own statements are planned every time; it keeps no
+-- state of its own and decides nothing.
+CREATE OR REPLACE FUNCTION lease_machines_log_event(
+  event_resource text, event_slot integer, event_kind text, event_at double precision, event_owner bigint,
+  event_token bigint, event_expires_at double precision, event_revision bigint, event_reason text,
+  event_replaced_owner bigint, event_replaced_token bigint, event_replaced_expires_at double precision,
+  event_highest bigint, keep_events bigint, max_age double precision
+) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  next_seq bigint;
+BEGIN
+  SELECT coalesce(max(seq), 0) + 1 INTO next_seq FROM lease_machines_events
+  WHERE resource = event_resource AND slot = event_slot;
+  INSERT INTO lease_machines_events (resource, slot, seq, kind, at, owner, token, expires_at, revision, reason,
+    replaced_owner, replaced_token, replaced_expires_at, highest)
+  VALUES (event_resource, event_slot, next_seq, event_kind, event_at, event_owner, event_token, event_expires_at,
+    event_revision, event_reason, event_replaced_owner, event_replaced_token, event_replaced_expires_at,
+    event_highest);
+  -- The ids to prune are chosen first, then locked: only the rows to delete get a lock, and none that another
+  -- transaction holds (SKIP LOCKED).
+  DELETE FROM lease_machines_events WHERE id = ANY (ARRAY(
+    SELECT id FROM lease_machines_events WHERE id = ANY (ARRAY(
+      SELECT id FROM lease_machines_events
+      WHERE resource = event_resource AND slot = event_slot AND seq = next_seq - keep_events
+      UNION ALL
+      SELECT oldest.id FROM (SELECT id, at FROM lease_machines_events ORDER BY id LIMIT 2) oldest
+      WHERE oldest.at < event_at - max_age
+    )) FOR UPDATE SKIP LOCKED
+  ));
+  RETURN next_seq;
+END
+$$;
 
 -- A format 1 database (before the event log) has just been given the log above: its format is raised.
 UPDATE lease_machines_schema SET format = 2 WHERE id = 1 AND format = 1;

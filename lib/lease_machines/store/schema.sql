@@ -58,7 +58,7 @@ CREATE TABLE IF NOT EXISTS lease_machines_slot_fences (
 -- and per fenced write (accepted with the mark it left, or refused with the mark that refused it), written in the
 -- request's own transaction. id rises with every event (AUTOINCREMENT: never reused, even after pruning); seq counts
 -- one lease's events (a resource's, or one slot's of its semaphore), so that each request prunes in constant work:
--- the lease's events beyond the newest keep_events, and the log's oldest ones older than events_max_age.
+-- the lease's event that falls out of its newest keep_events, and the log's oldest ones older than events_max_age.
 CREATE TABLE IF NOT EXISTS lease_machines_events (
   id                  INTEGER PRIMARY KEY AUTOINCREMENT,
   resource            TEXT    NOT NULL,

@@ -71,11 +71,12 @@ module LeaseMachines
         FROM lease_machines_events WHERE resource = ?1 AND slot = ?2
         RETURNING seq
       SQL
-      # Retention, in constant work per event: the lease's events beyond its newest ?3 (by seq, through the lease's
-      # index: after the first prune, at most one), and of the log's two oldest events those before ?4.
+      # Retention, in constant work per event: the lease's event that falls out of its newest keep_events (the one
+      # numbered ?3, found by the lease's index), and of the log's two oldest events those before ?4 (which also
+      # takes, in time, what a lowered keep_events left).
       PRUNE_EVENTS = <<~SQL.freeze
         DELETE FROM lease_machines_events WHERE id IN (
-          SELECT id FROM lease_machines_events WHERE resource = ?1 AND slot = ?2 AND seq <= ?3
+          SELECT id FROM lease_machines_events WHERE resource = ?1 AND slot = ?2 AND seq = ?3
           UNION ALL
           SELECT id FROM (SELECT id, at FROM lease_machines_events ORDER BY id LIMIT 2) WHERE at < ?4)
       SQL
@@ -311,14 +312,17 @@ module LeaseMachines
       # How many events of each kind the log keeps, as [kind, count] rows.
       def event_counts = rows(COUNT_EVENTS)
 
-      # Up to +limit+ leases (a resource's row as slot 0, its semaphore's slot rows above) after the key
-      # [+after_resource+, +after_slot+], named +from+ or later, in key order, each as [resource, slot, owner, token,
-      # expires_at, last_issued, observed, revision, highest]. Two keyset reads through the primary keys, merged.
-      def leases(from, after_resource, after_slot, limit)
+      # Up to +limit+ leases (a resource's row as slot 0, its semaphore's slot rows above) of resources named
+      # +prefix+..., after the key [+after_resource+, +after_slot+], in key order, each as [resource, slot, owner,
+      # token, expires_at, last_issued, observed, revision, highest]. Two keyset reads through the primary keys from
+      # the later of the prefix and the key, merged; SQLite orders text bytewise, as Ruby does, so the names with the
+      # prefix are one run from it.
+      def leases(prefix, after_resource, after_slot, limit)
+        from = [prefix, after_resource].max
         found = rows(READ_LEASES, from, after_resource, after_slot, limit) +
                 rows(READ_SLOT_LEASES, from, after_resource, after_slot, limit)
         found.sort_by! { |lease| [lease[0], lease[1]] }
-        found.first(limit).map { |lease| owner_of_lease(lease) }
+        found.first(limit).take_while { |lease| lease[0].start_with?(prefix) }.map { |lease| owner_of_lease(lease) }
       end
 
       # How many leases are named +prefix+... ("" for all).

@@ -77,7 +77,24 @@ module LeaseMachines
       def schema_statements
         require "lease_machines/store"
         schema = postgresql? ? LeaseMachines::Store::PostgreSQL::SCHEMA : LeaseMachines::Store::SCHEMA
-        schema.split(/;[ \t]*$/).map(&:strip).reject { |sql| sql.lines.all? { _1.start_with?("--") } }
+        statements(schema).map(&:strip).reject { |sql| sql.lines.all? { _1.start_with?("--") } }
+      end
+
+      # +schema+ split into its statements at each line that ends with a semicolon, but not inside a dollar-quoted
+      # body (a function's, whose own statements end lines with semicolons too).
+      def statements(schema)
+        statements = [+""]
+        quoted = false
+        schema.each_line do |line|
+          quoted = !quoted if line.scan("$$").size.odd?
+          if !quoted && line.match?(/;[ \t]*$/)
+            statements.last << line.sub(/;[ \t]*$/, "")
+            statements << +""
+          else
+            statements.last << line
+          end
+        end
+        statements
       end
 
       # The statements of the event log (format 2), for a database of format 1: the log's table and index, and the
