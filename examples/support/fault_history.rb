@@ -468,8 +468,9 @@ module FaultHistory
 
     private
 
+    # Every event kept (no retention), so that the soak can audit the whole event log at its end.
     def open_store
-      LeaseMachines::Store.new(@url)
+      LeaseMachines::Store.new(@url, keep_events: 1_000_000)
     rescue LeaseMachines::StoreError
       sleep 0.1
       retry

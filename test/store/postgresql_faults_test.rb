@@ -50,6 +50,11 @@ class StorePostgreSQLFaultsTest < Minitest::Test
     puts "\n#{result.summary}"
     assert_empty result.violations.first(20), "#{result.violations.size} violations (histories in #{@history_dir})"
     assert_empty @deaths, "workers that died on their own (their logs: #{@history_dir})"
+    # The store's own event log, written in each request's transaction through the kills and crashes, is a history
+    # the core's audit finds nothing wrong with.
+    audit = LeaseMachines::Store.new(@url).then { |store| store.audit.tap { store.close } }
+    assert audit.valid?, "the event log fails the audit: #{audit.findings.first(5).map(&:to_h)}"
+    assert_operator audit.checked_events, :>=, 10, "the event log holds the soak's changes"
     counts = result.counts
     assert_operator counts[:kills], :>=, SECONDS, "the nemesis killed workers"
     assert_operator counts[:restarts], :>=, 1, "the nemesis crashed the server"

@@ -26,7 +26,7 @@ class StoreSoakTest < Minitest::Test
   def worker(seed)
     fork do
       random = Random.new(seed)
-      store = LeaseMachines::Store.new(@path, busy_timeout: 10.0)
+      store = LeaseMachines::Store.new(@path, busy_timeout: 10.0, keep_events: 1_000_000) # all of it, for the audit
       loop do
         resource = RESOURCES.sample(random: random)
         decision = store.acquire(resource: resource, owner: Process.pid, ttl: 0.05 + random.rand(0.1))
@@ -72,6 +72,10 @@ class StoreSoakTest < Minitest::Test
 
     db = SQLite3::Database.new(@path)
     assert_equal [["ok"]], db.execute("PRAGMA integrity_check")
+    # The event log, written in each request's transaction while workers were killed, passes the core's audit.
+    audit = LeaseMachines::Store.new(db).audit
+    assert audit.valid?, "the event log fails the audit: #{audit.findings.first(5).map(&:to_h)}"
+    assert_operator audit.checked_events, :>=, 20, "the event log holds the soak's changes"
     assert_operator kills, :>=, 20
     RESOURCES.each do |resource|
       tokens = db.execute("SELECT token FROM writes WHERE resource = ? ORDER BY id", [resource]).flatten
