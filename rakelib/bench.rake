@@ -32,6 +32,11 @@ namespace :bench do
     sh FileUtils::RUBY, "-Ilib", "bench/instructions.rb"
   end
 
+  desc "The dashboard's pages (LeaseMachines::Web) at 100,000 resources on SQLite, beside an offset pager's query"
+  task web: :compile do
+    sh FileUtils::RUBY, "-Ilib", "bench/web.rb"
+  end
+
   desc "Lock cycles and renewals per second of the SQLite and PostgreSQL stores against one-statement upserts, " \
        "with_advisory_lock and Redis, on throwaway servers (prints the README's tables; about two minutes)"
   task stores: :compile do

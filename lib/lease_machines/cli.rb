@@ -5,10 +5,11 @@ require "lease_machines"
 
 module LeaseMachines
   # The +lease_machines+ command (exe/lease_machines): +simulate+ runs the deterministic failover simulation,
-  # +audit FILE+ checks a JSON event log. Exit status: 0 when all is well, 1 when the simulation found a violation or
-  # the audit a finding, 2 for a usage error (an unknown command or option, a missing or extra argument, a bad value,
-  # an unreadable file or document) or a report that cannot be written (a full disk, a closed stdout, a reader that
-  # stopped reading), 130 when interrupted. Reports go to +out+, errors (one line each, never a backtrace) and the
+  # +audit FILE+ checks a JSON event log (+audit --database+ a lease store's), +web --database+ serves the lease
+  # dashboard. Exit status: 0 when all is well (a dashboard stopped by INT or TERM too), 1 when the simulation found
+  # a violation or the audit a finding, 2 for a usage error (an unknown command or option, a missing or extra
+  # argument, a bad value, an unreadable file or document, a store that cannot be opened) or a report that cannot be
+  # written (a full disk, a closed stdout, a reader that stopped reading), 130 when interrupted. Reports go to +out+, errors (one line each, never a backtrace) and the
   # progress bar to +err+; whatever the locale, files are read as the UTF-8 bytes they hold.
   class CLI
     # Exit statuses.
@@ -30,12 +31,20 @@ module LeaseMachines
       Usage: lease_machines COMMAND [options]
 
       Commands:
-        simulate     Run the deterministic failover simulation and check every write
-        audit FILE   Check a JSON event log (format 1) against the lease rules
+        simulate              Run the deterministic failover simulation and check every write
+        audit FILE            Check a JSON event log (format 1) against the lease rules
+        audit --database DB   Check a lease store's event log (a SQLite path or a postgres:// URL) the same way
+        web --database DB     Serve the lease dashboard of a lease store, read-only, on http://127.0.0.1:9292/
 
       Run `lease_machines COMMAND --help` for a command's options.
       Exit status: 0 all well, 1 a violation or finding, 2 a usage error, 130 interrupted.
     TEXT
+
+    # The commands, as `help COMMAND` and the unknown command's message name them.
+    COMMANDS = %w[simulate audit web].freeze
+    # Where `web` listens unless told otherwise: this machine only.
+    WEB_BIND = "127.0.0.1"
+    WEB_PORT = 9292
 
     # Runs a simulation of at least this much work (cycles times workers) with a progress bar when +err+ is a
     # terminal.
@@ -51,9 +60,9 @@ module LeaseMachines
       argv = argv.dup
       command = nil
       case (name = argv.shift)
-      when "simulate", "audit"
+      when *COMMANDS
         command = name
-        name == "simulate" ? simulate(argv) : audit(argv)
+        catch(:help) { __send__(name, argv) }
       when "-h", "--help", "help" then help(argv)
       when "-v", "--version"
         raise UsageError, "unexpected argument #{LeaseMachines.shown(argv.first)}" unless argv.empty?
@@ -61,7 +70,7 @@ module LeaseMachines
         report("lease_machines #{VERSION}")
         OK
       when nil then usage(nil, "no command given")
-      else usage(nil, "unknown command #{LeaseMachines.shown(name)} (valid: simulate, audit)")
+      else usage(nil, "unknown command #{LeaseMachines.shown(name)} (valid: #{COMMANDS.join(", ")})")
       end
     rescue UsageError, OptionParser::ParseError => e
       usage(command, e.message)
@@ -91,8 +100,10 @@ module LeaseMachines
     def help(argv)
       case argv
       in [] then report(SUMMARY)
-      in ["simulate" | "audit" => command] then return run([command, "--help"])
-      else raise UsageError, "help takes one COMMAND (simulate or audit), got #{argv.map { LeaseMachines.shown(_1) }.join(" ")}"
+      in [String => command] if COMMANDS.include?(command) then return run([command, "--help"])
+      else
+        raise UsageError, "help takes one COMMAND (#{COMMANDS.join(", ")}), got " \
+                          "#{argv.map { LeaseMachines.shown(_1) }.join(" ")}"
       end
       OK
     end
@@ -123,9 +134,37 @@ module LeaseMachines
 
 
     # An OptionParser without its built-in --version and --*-completion-* options (which print and exit on their
-    # own, with status 1 or 0): only the options a command defines, and its own --help.
-    def option_parser(&)
-      OptionParser.new(&).tap { _1.base.long.clear }
+    # own, with status 1 or 0): only the options a command defines, and its own -h/--help, which prints the help and
+    # ends the command with status 0 (thrown to #run).
+    def option_parser
+      OptionParser.new do |opts|
+        yield opts
+        opts.on("-h", "--help", "Show this help") do
+          report(opts)
+          throw :help, OK
+        end
+      end.tap { _1.base.long.clear }
+    end
+
+    # The help's head: +usage+, a blank line, +text+ (lines of a command's description), a blank line.
+    def describe(opts, usage, text)
+      opts.banner = usage
+      opts.separator ""
+      text.each_line(chomp: true) { opts.separator(_1) }
+      opts.separator ""
+    end
+
+    # The options of +argv+ parsed by +parser+; a UsageError for any argument left over.
+    def options_only(parser, argv)
+      rest = parser.parse(argv)
+      raise UsageError, "unexpected argument #{LeaseMachines.shown(rest.first)}" unless rest.empty?
+    end
+
+    # The --database option of the commands that read a lease store, kept in +options+.
+    def database_option(opts, options)
+      opts.on("--database DB", "The lease store: a SQLite file's path, or a postgres:// URL (needs the pg gem)") do
+        options[:database] = _1
+      end
     end
 
     # --- simulate -------------------------------------------------------------------------------------------------
@@ -135,12 +174,11 @@ module LeaseMachines
       config = SimulationConfig.new
       members = {}
       parser = option_parser do |opts|
-        opts.banner = "Usage: lease_machines simulate [options]"
-        opts.separator ""
-        opts.separator "Runs workers contending for leases through a lease table, writing through a fence, and checks"
-        opts.separator "every accepted write with an independent oracle. Deterministic: one seed, one report."
-        opts.separator "Exits 1 when a write broke the fencing rule or the event log failed its audit."
-        opts.separator ""
+        describe(opts, "Usage: lease_machines simulate [options]", <<~TEXT)
+          Runs workers contending for leases through a lease table, writing through a fence, and checks
+          every accepted write with an independent oracle. Deterministic: one seed, one report.
+          Exits 1 when a write broke the fencing rule or the event log failed its audit.
+        TEXT
         opts.on("--preset NAME", %w[failover], "Start from a preset: failover (moonleasekit's benchmark:",
                 "50,000 cycles, 2 workers, 1 resource, TTL 10 s)") do
           config = SimulationConfig.failover_preset
@@ -174,14 +212,8 @@ module LeaseMachines
         opts.on("--[no-]progress", "A progress bar on stderr (default: for long runs on a terminal)") do
           options[:progress] = _1
         end
-        opts.on("-h", "--help", "Show this help") do
-          report(opts)
-          return OK
-        end
       end
-      rest = parser.parse(argv)
-      raise UsageError, "unexpected argument #{LeaseMachines.shown(rest.first)}" unless rest.empty?
-
+      options_only(parser, argv)
       config = config.with(**members)
       outcome = run_simulation(config, options[:progress])
       report(options[:json] ? outcome.to_json : summary(outcome))
@@ -249,20 +281,26 @@ module LeaseMachines
 
     def audit(argv)
       json = false
+      store = {}
       parser = option_parser do |opts|
-        opts.banner = "Usage: lease_machines audit [options] FILE"
-        opts.separator ""
-        opts.separator "Checks a JSON event log (format 1, as Table#events written by LeaseMachines.events_to_json)"
-        opts.separator "against the rules every lease history keeps, and prints each finding. FILE - reads stdin."
-        opts.separator "Exits 1 when there is a finding."
-        opts.separator ""
+        usage = "Usage: lease_machines audit [options] FILE\n       lease_machines audit [options] --database DB"
+        describe(opts, usage, <<~TEXT)
+          Checks a JSON event log (format 1, as Table#events written by LeaseMachines.events_to_json)
+          against the rules every lease history keeps, and prints each finding. FILE - reads stdin.
+          With --database, the event log of a lease store (Store#audit): each finding's event is the
+          event's id. Exits 1 when there is a finding.
+        TEXT
+        database_option(opts, store)
         opts.on("--json", "Print the audit report as JSON (format 1)") { json = true }
-        opts.on("-h", "--help", "Show this help") do
-          report(opts)
-          return OK
-        end
       end
       files = parser.parse(argv)
+      label, audited = store[:database] ? audit_store(store[:database], files) : audit_file(files)
+      report(json ? audited.to_json : findings(label, audited))
+      audited.valid? ? OK : FOUND
+    end
+
+    # [FILE, its AuditReport] of the one FILE +files+ names.
+    def audit_file(files)
       raise UsageError, "no FILE given" if files.empty?
       raise UsageError, "one FILE at a time, got #{files.size}" if files.size > 1
 
@@ -273,8 +311,34 @@ module LeaseMachines
       rescue ArgumentError, TypeError, RangeError => e # InvalidDocument, or an event the audit cannot take
         raise InputError, "#{one_line(file)}: not an event log: #{e.message}"
       end
-      report(json ? audited.to_json : findings(file, audited))
-      audited.valid? ? OK : FOUND
+      [file, audited]
+    end
+
+    # [the store's path, its AuditReport] of the lease store at +database+.
+    def audit_store(database, files)
+      raise UsageError, "--database or a FILE, not both (got #{LeaseMachines.shown(files.first)})" unless files.empty?
+
+      with_store(database) { |store| [store.path, store.audit] }
+    end
+
+    # Yields the lease store at +database+ (a SQLite file that must be there already, or a postgres:// URL) and
+    # closes it; InputError when it cannot be opened or read. A URL is never repeated in a message: it may carry a
+    # password.
+    def with_store(database)
+      require "lease_machines/store"
+      url = database.match?(%r{\Apostgres(?:ql)?://}i)
+      raise InputError, "no lease store at #{one_line(database)}: no such file" unless url || File.file?(database)
+
+      store = begin
+        Store.new(database)
+      rescue LoadError => e
+        raise InputError, "cannot open the lease store: #{e.message} (SQLite needs the sqlite3 gem, PostgreSQL pg)"
+      end
+      yield store
+    rescue StoreError, ArgumentError, TypeError => e
+      raise InputError, e.message
+    ensure
+      store&.close
     end
 
     # The bytes of +file+ ("-": stdin), as they are: the extension reads them as UTF-8 whatever the locale.
@@ -284,6 +348,8 @@ module LeaseMachines
       raise InputError, "cannot read #{one_line(file)}: #{e.message.sub(/ @ .*/, "")}"
     end
 
+    # The report of +audited+ (an AuditReport) of +file+ (a FILE, or a store's path): a line per finding, then one
+    # that counts them.
     def findings(file, audited)
       file = one_line(file)
       events = "#{number(audited.checked_events)} #{audited.checked_events == 1 ? "event" : "events"}"
@@ -295,6 +361,56 @@ module LeaseMachines
       count = audited.findings.size
       lines << "#{file}: #{events} checked, #{number(count)} #{count == 1 ? "finding" : "findings"}"
       lines.join("\n")
+    end
+
+    # --- web ------------------------------------------------------------------------------------------------------
+
+    def web(argv)
+      options = { bind: WEB_BIND, port: WEB_PORT }
+      parser = option_parser do |opts|
+        describe(opts, "Usage: lease_machines web --database DB [options]", <<~TEXT)
+          Serves the lease dashboard (LeaseMachines::Web) of a lease store with WEBrick: its leases, each
+          resource's timeline, the audit, and /metrics for Prometheus. Read-only: the command line never
+          offers revoke (mount LeaseMachines::Web with actions: and authorize: in your application for it).
+          Runs until interrupted (Ctrl-C or TERM), then exits 0. Needs the rack, rackup and webrick gems.
+        TEXT
+        database_option(opts, options)
+        opts.on("--bind ADDR", "The address to listen on (default #{WEB_BIND}: this machine only)") do
+          options[:bind] = _1
+        end
+        opts.on("--port N", Integer, "The port, 0 to 65535 (default #{WEB_PORT}; 0 picks a free one)") do
+          raise OptionParser::InvalidArgument, "#{_1} (must be 0 to 65535)" unless _1.between?(0, 65_535)
+
+          options[:port] = _1
+        end
+        opts.on("--actions", "Refused: the command line serves the dashboard read-only") do
+          raise UsageError, "--actions: the command line serves the dashboard read-only; revoke needs " \
+                            "LeaseMachines::Web.new(actions: true, authorize: ...) in your own application"
+        end
+      end
+      options_only(parser, argv)
+      raise UsageError, "--database is required: the lease store to show" unless options[:database]
+
+      serve(options)
+    end
+
+    def serve(options)
+      begin
+        require "lease_machines/web"
+      rescue LoadError => e
+        raise InputError, "the dashboard needs the rack gem: #{e.message}"
+      end
+      with_store(options[:database]) do |store|
+        Web::Server.run(Web.new(store: store), bind: options[:bind], port: options[:port], log: @err) do |url|
+          report("lease_machines web: serving #{one_line(Web::Redaction.mask(store.path))} on #{url} " \
+                 "(read-only; Ctrl-C stops)")
+        end
+      rescue LoadError => e
+        raise InputError, "the dashboard needs the webrick and rackup gems: #{e.message}"
+      rescue SystemCallError => e
+        raise InputError, "cannot listen on #{options[:bind]} port #{options[:port]}: #{e.message.sub(/ @ .*/, "")}"
+      end
+      OK
     end
   end
 end

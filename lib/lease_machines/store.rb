@@ -48,7 +48,7 @@ module LeaseMachines
     # Both databases' integers are signed 64-bit: the store refuses to issue tokens above this.
     MAX_TOKEN = SQLite::MAX_INTEGER
     # How many events of each lease (a resource's, or one slot's of its semaphore) the event log keeps by default.
-    KEEP_EVENTS = 100
+    KEEP_EVENTS = 1000
     # How old, in Float seconds before the newest event, the oldest kept event may be by default (7 days).
     EVENTS_MAX_AGE = 7 * 86_400.0
     # The most events one Store#events call returns.

@@ -85,7 +85,18 @@ class CLITest < Minitest::Test
       %w[simulate --frobnicate] => "invalid option: --frobnicate",
       %w[simulate extra] => "unexpected argument \"extra\"",
       %w[audit] => "no FILE given",
-      %w[explode] => "unknown command \"explode\" (valid: simulate, audit)"
+      %w[audit --database /nonexistent/leases.sqlite3] => "no lease store at /nonexistent/leases.sqlite3: no such file",
+      %w[audit --database leases.sqlite3 events.json] => "--database or a FILE, not both (got \"events.json\")",
+      %w[web] => "lease_machines web: --database is required: the lease store to show",
+      %w[web --database /nonexistent/leases.sqlite3] => "no lease store at /nonexistent/leases.sqlite3: no such file",
+      %w[web --port 70000] => "invalid argument: --port 70000 (must be 0 to 65535)",
+      %w[web --port http] => "invalid argument: --port http",
+      %w[web --database x extra] => "unexpected argument \"extra\"",
+      %w[web --actions --database x] => "lease_machines web: --actions: the command line serves the dashboard " \
+                                        "read-only; revoke needs LeaseMachines::Web.new(actions: true, authorize: " \
+                                        "...) in your own application",
+      %w[help web extra] => "help takes one COMMAND (simulate, audit, web), got \"web\" \"extra\"",
+      %w[explode] => "unknown command \"explode\" (valid: simulate, audit, web)"
     }.each do |args, message|
       _out, err, status = lease_machines(*args)
       assert_equal 2, status.exitstatus, args.join(" ")
@@ -102,7 +113,80 @@ class CLITest < Minitest::Test
     %w[--preset --cycles --workers --ttl --seed --json --without-fence].each { assert_includes out, _1 }
     out, _err, status = lease_machines("audit", "--help")
     assert_equal 0, status.exitstatus
-    assert_match(/^Usage: lease_machines audit \[options\] FILE/, out)
+    assert_match(/^Usage: lease_machines audit \[options\] FILE\n       lease_machines audit \[options\] --database DB$/, out)
+    out, _err, status = lease_machines("help", "web")
+    assert_equal 0, status.exitstatus
+    assert_match(/^Usage: lease_machines web --database DB \[options\]$/, out)
+    assert_match(/Read-only: the command line never\noffers revoke/, out)
+    %w[--database --bind --port --actions].each { assert_includes out, _1 }
+    out, = lease_machines("--help")
+    assert_match(/^  audit --database DB +Check a lease store's event log/, out)
+    assert_match(%r{^  web --database DB +Serve the lease dashboard of a lease store, read-only, on http://127\.0\.0\.1:9292/$}, out)
+  end
+
+  # A lease store with worker 7's night in its event log (a grant, a renewal, a takeover after expiry, a write
+  # refused), in a file of a scratch directory; returns its path.
+  def lease_store
+    require "lease_machines/store"
+    path = File.join(scratch_dir("lease-cli-store"), "leases.sqlite3")
+    store = LeaseMachines::Store.new(path)
+    store.acquire(resource: "r", owner: 7, ttl: 10.0, now: 100.0)
+    store.renew(resource: "r", owner: 7, token: 1, ttl: 10.0, now: 105.0)
+    store.acquire(resource: "r", owner: 9, ttl: 10.0, now: 120.0)
+    assert_raises(LeaseMachines::Fenced) { store.fenced(resource: "r", token: 1, now: 121.0) { nil } }
+    store.close
+    path
+  end
+
+  def test_audit_checks_a_lease_stores_event_log
+    requires_sqlite3!
+    path = lease_store
+    out, err, status = lease_machines("audit", "--database", path)
+    assert_equal [0, ""], [status.exitstatus, err]
+    assert_equal "#{path}: 3 events checked, no findings\n", out
+    database = SQLite3::Database.new(path)
+    renewed = database.get_first_value("SELECT id FROM lease_machines_events WHERE kind = 'renewed'")
+    database.execute("UPDATE lease_machines_events SET expires_at = 1.0 WHERE id = ?", [renewed])
+    database.close
+    out, _err, status = lease_machines("audit", "--database", path)
+    assert_equal 1, status.exitstatus
+    assert_match(/\A#{Regexp.escape(path)}: event #{renewed} \(resource "r"\): renewal_shortened: .+\n/, out)
+    assert_match(/^#{Regexp.escape(path)}: 3 events checked, 1 finding\n\z/, out)
+    out, _err, status = lease_machines("audit", "--json", "--database", path)
+    assert_equal 1, status.exitstatus
+    assert_equal [:renewal_shortened], LeaseMachines::AuditReport.from_json(out).findings.map(&:code)
+  end
+
+  # The dashboard served as a user runs it: the URL on stdout, the pages read-only, INT stops it with exit 0.
+  def test_web_serves_the_dashboard_read_only_until_interrupted
+    requires_sqlite3!
+    begin
+      require "rackup/handler/webrick"
+    rescue LoadError => e
+      skip "lease_machines web needs the rack, rackup and webrick gems (the Gemfile's :web group): #{e.message}"
+    end
+    require "net/http"
+    path = lease_store
+    Open3.popen3(*COMMAND, "web", "--database", path, "--port", "0") do |stdin, stdout, stderr, thread|
+      stdin.close
+      line = stdout.gets
+      assert_match(%r{\Alease_machines web: serving #{Regexp.escape(path)} on http://127\.0\.0\.1:\d+/ \(read-only; Ctrl-C stops\)\n\z}, line)
+      uri = URI(line[%r{http://\S+}])
+      Net::HTTP.start(uri.host, uri.port) do |http|
+        page = http.get("/")
+        assert_equal ["200", "text/html; charset=utf-8"], [page.code, page["content-type"]]
+        assert_includes page.body, %(<td data-field="resource"><a href="/resource?name=r&amp;slot=0">r</a></td>)
+        refute_includes page.body, %(<form class="revoke")
+        assert_match(/^lease_machines_events_total\{kind="write_refused"\} 1$/, http.get("/metrics").body)
+        revoke = http.post("/revoke", "resource=r&slot=0", "Content-Type" => "application/x-www-form-urlencoded")
+        assert_equal "403", revoke.code
+        assert_match(/actions are off/, revoke.body)
+      end
+      Process.kill("INT", thread.pid)
+      assert_equal 0, thread.value.exitstatus
+      assert_equal "", stdout.read
+      assert_equal "", stderr.read
+    end
   end
 
   # An event log file of two grants on +resource+, one after the other's expiry; +reverse+ writes it backwards.
@@ -160,7 +244,8 @@ class CLITest < Minitest::Test
 
   def test_usage_errors_always_exit_2
     [%w[simulate --version], %w[audit -v], %w[simulate --*-completion-bash=--c], %w[--help extra],
-     %w[--version extra], %w[help audit extra], %w[audit --json], %w[audit a b], %w[--frobnicate], []].each do |args|
+     %w[--version extra], %w[help audit extra], %w[audit --json], %w[audit a b], %w[--frobnicate], [], %w[web -v],
+     %w[web --database]].each do |args|
       out, err, status = lease_machines(*args)
       assert_equal [2, ""], [status.exitstatus, out], args.join(" ")
       assert_match(/\Alease_machines( \w+)?: /, err, args.join(" "))

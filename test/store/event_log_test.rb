@@ -110,6 +110,12 @@ module StoreEventLogRules
     assert_equal [["a/1", 0], ["a/2", 0], ["a/2", 1], ["a/3", 0]], store.resources(prefix: "a/").map(&:key)
     assert_equal 6, store.resource_count
     assert_equal 4, store.resource_count(prefix: "a/")
+    assert_equal 5, store.resource_count(prefix: "a")
+    assert_equal 0, store.resource_count(prefix: "a/4")
+    store.acquire(resource: "z\u{10FFFF}", owner: 1, ttl: 1.0, now: 1.0)
+    store.acquire(resource: "z\u{10FFFF}\u{10FFFF}x", owner: 1, ttl: 1.0, now: 1.0)
+    assert_equal 2, store.resource_count(prefix: "z\u{10FFFF}"), "a prefix whose last character has no successor"
+    assert_equal 1, store.resource_count(prefix: "z\u{10FFFF}\u{10FFFF}")
     held = store.resources(prefix: "b/").first
     assert_equal [4, 1, 11.0, nil], [held.owner, held.token, held.expires_at, held.highest]
     assert_equal held.lease, held.lease_at(10.9)

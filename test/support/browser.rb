@@ -69,17 +69,22 @@ module LeaseMachines
 
       # Serves +app+ and opens a browser on a fresh profile; yields the driver and the server's URL
       # ("http://127.0.0.1:PORT/"), then quits the browser, chromedriver and the server, however the block ends.
-      def browse(app)
+      def browse(app, &)
+        browser!
+        serve(app) { |url| drive(url, &) }
+      end
+
+      # Opens a browser on a fresh profile for a page served elsewhere (+url+, such as another process's server);
+      # yields the driver and +url+, then quits the browser and chromedriver, however the block ends.
+      def drive(url)
         browser!
         Dir.mktmpdir("lease_machines-chromium") do |dir|
-          serve(app) do |url|
-            chromedriver(dir) do |driver_url|
-              driver = start_session(driver_url, dir)
-              begin
-                yield driver, url
-              ensure
-                driver.quit
-              end
+          chromedriver(dir) do |driver_url|
+            driver = start_session(driver_url, dir)
+            begin
+              yield driver, url
+            ensure
+              driver.quit
             end
           end
         end

@@ -98,9 +98,16 @@ module LeaseMachines
         SELECT resource, slot, #{LEASE_PAGE_COLUMNS} FROM lease_machines_slots LEFT JOIN lease_machines_slot_fences
         USING (resource, slot) WHERE resource >= ?1 AND (resource, slot) > (?2, ?3) ORDER BY resource, slot LIMIT ?4
       SQL
-      COUNT_LEASES = <<~SQL
-        SELECT (SELECT count(*) FROM lease_machines_leases WHERE substr(resource, 1, ?1) = ?2) +
-               (SELECT count(*) FROM lease_machines_slots WHERE substr(resource, 1, ?1) = ?2)
+      COUNT_LEASES = "SELECT (SELECT count(*) FROM lease_machines_leases) + (SELECT count(*) FROM lease_machines_slots)"
+      # The names from ?1 up to ?2 (excluded): a range of the primary keys' indexes.
+      COUNT_NAMED = <<~SQL
+        SELECT (SELECT count(*) FROM lease_machines_leases WHERE resource >= ?1 AND resource < ?2) +
+               (SELECT count(*) FROM lease_machines_slots WHERE resource >= ?1 AND resource < ?2)
+      SQL
+      # The names from ?1 on (a prefix of U+10FFFF characters alone has no successor to stop at).
+      COUNT_FROM = <<~SQL
+        SELECT (SELECT count(*) FROM lease_machines_leases WHERE resource >= ?1) +
+               (SELECT count(*) FROM lease_machines_slots WHERE resource >= ?1)
       SQL
       COMMIT = "COMMIT"
       # The savepoint that marks a transaction as the store's own.
@@ -108,6 +115,7 @@ module LeaseMachines
       private_constant :LEASE_COLUMNS, :READ_LEASE, :WRITE_LEASE, :READ_FENCE, :WRITE_FENCE, :COMMIT, :OWN,
                        :EVENT_COLUMNS, :LOG_EVENT, :PRUNE_EVENTS, :READ_EVENTS, :READ_RESOURCE_EVENTS, :CHANGES,
                        :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES, :READ_SLOT_LEASES, :COUNT_LEASES,
+                       :COUNT_NAMED, :COUNT_FROM,
                        :READ_SLOTS, :READ_SLOT, :WRITE_SLOT, :READ_SLOT_FENCE, :WRITE_SLOT_FENCE
 
       # The connection, and what names it in messages (the database file's path, or ":memory:").
@@ -325,8 +333,25 @@ module LeaseMachines
         found.first(limit).take_while { |lease| lease[0].start_with?(prefix) }.map { |lease| owner_of_lease(lease) }
       end
 
-      # How many leases are named +prefix+... ("" for all).
-      def lease_count(prefix) = rows(COUNT_LEASES, prefix.length, prefix).first.first
+      # How many leases are named +prefix+... ("" for all): a range of names, bytewise (UTF-8 keeps the characters'
+      # order), from the prefix up to ::prefix_end.
+      def lease_count(prefix)
+        return rows(COUNT_LEASES).first.first if prefix.empty?
+
+        stop = self.class.prefix_end(prefix)
+        stop ? rows(COUNT_NAMED, prefix, stop).first.first : rows(COUNT_FROM, prefix).first.first
+      end
+
+      # The least String above every name that starts with +prefix+: the prefix with its last character that has a
+      # successor moved to it (U+10FFFF has none; surrogates are not characters), or nil when none has.
+      def self.prefix_end(prefix)
+        chars = prefix.chars
+        while (last = chars.pop)
+          code = last.ord == 0xD7FF ? 0xE000 : last.ord + 1
+          return chars.join + code.chr(Encoding::UTF_8) if code <= 0x10FFFF
+        end
+        nil
+      end
 
       # Whether +error+ (from #close_fence) says the fenced write's transaction was ended inside it: its savepoint is
       # gone (released, or rolled back to an outer one, inside the block).
