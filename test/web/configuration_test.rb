@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require_relative "support/web_support"
-require "minitest/mock"
 
 # How a dashboard gets its store and options: Web.new's keywords, or the class-level configuration that the class
 # itself serves (mount LeaseMachines::Web => "/leases"), with the Rails application's store as the default; each
@@ -55,7 +54,7 @@ class ConfigurationTest < Minitest::Test
   end
 
   def test_without_a_store_the_class_says_how_to_configure_one
-    Web.stub(:default_store, nil) do
+    answering(Web, :default_store, nil) do
       get "/"
       assert_equal 500, status
       assert_equal "500 Internal Server Error: #{Web::UNCONFIGURED}\n", body

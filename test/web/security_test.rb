@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require_relative "support/web_support"
-require "minitest/mock"
 
 # Safe by default: read-only unless actions are on; the one action, revoke, only as a POST from the dashboard's own
 # origin that the authorize hook allows; a nonce-based Content-Security-Policy and the other headers on every answer;
@@ -202,7 +201,7 @@ class SecurityTest < Minitest::Test
   # Store#path never carries a password; should one ever, the page masks it (and a store's message likewise).
   def test_no_password_reaches_the_screen
     grant("r", 7)
-    @store.stub(:path, "postgres://app:hunter2@db/leases") { get "/" }
+    answering(@store, :path, "postgres://app:hunter2@db/leases") { get "/" }
     refute_includes body, "hunter2"
     assert_includes body, "Database: <code>postgres://app:***@db/leases</code>"
   end

@@ -23,6 +23,16 @@ module LeaseMachines
     include TestSupport
     include Rack::Test::Methods if LEASE_MACHINES_WEB
 
+    # Runs the block with +object+'s method +name+ answering +value+, then puts the method back (what minitest/mock's
+    # stub does; minitest 6 moved that into a gem of its own, which not every Ruby the suite runs on has).
+    def answering(object, name, value)
+      original = object.method(name)
+      object.define_singleton_method(name) { |*| value }
+      yield
+    ensure
+      object.define_singleton_method(name, original) if original
+    end
+
     # The instant the stories start at: 2026-12-01 22:00:00 UTC.
     EVENING = Time.utc(2026, 12, 1, 22).to_f
     # Hostile resource names: markup, an attribute breaker, URL syntax, a quote, Unicode (and a name that looks like
