@@ -322,15 +322,16 @@ module LeaseMachines
     end
 
     # Yields the lease store at +database+ (a SQLite file that must be there already, or a postgres:// URL) and
-    # closes it; InputError when it cannot be opened or read. A URL is never repeated in a message: it may carry a
-    # password.
+    # closes it; InputError when it cannot be opened or read. The commands only read: the store is opened with
+    # migrate: false, so that it never creates or upgrades tables that processes of another version use. A URL is
+    # never repeated in a message: it may carry a password.
     def with_store(database)
       require "lease_machines/store"
       url = database.match?(%r{\Apostgres(?:ql)?://}i)
       raise InputError, "no lease store at #{one_line(database)}: no such file" unless url || File.file?(database)
 
       store = begin
-        Store.new(database)
+        Store.new(database, migrate: false)
       rescue LoadError => e
         raise InputError, "cannot open the lease store: #{e.message} (SQLite needs the sqlite3 gem, PostgreSQL pg)"
       end

@@ -79,23 +79,28 @@ module LeaseMachines
     # +events_max_age+ Float seconds (more than 0; default EVENTS_MAX_AGE, 7 days) before the newest. Each request
     # prunes what falls out, in constant work.
     #
+    # The store creates its tables where they are missing, and upgrades a format 1 database (before the event log)
+    # to format 2, when opened outside a transaction. With +migrate: false+ it writes nothing to the schema and
+    # refuses such a database instead: what tools that only read (the dashboard, +lease_machines audit+) use, so
+    # that they never upgrade a database that processes of an earlier version still use.
+    #
     # Raises TypeError or ArgumentError for a bad argument, StoreError when the database cannot be reached, opened
-    # or set up, or holds tables of another shape or schema format. A format 1 database (before the event log) is
-    # upgraded to format 2 when opened outside a transaction.
+    # or set up, or holds tables of another shape or schema format.
     def initialize(database, busy_timeout: nil, clock: nil, clock_policy: :clamp, keep_events: KEEP_EVENTS,
-                   events_max_age: EVENTS_MAX_AGE)
+                   events_max_age: EVENTS_MAX_AGE, migrate: true)
       Authority.new(clock_policy: clock_policy) # refuse a bad policy now, not at the first request
       unless clock.nil? || KERNEL_RESPOND_TO.bind_call(clock, :call)
         raise TypeError, "clock must respond to call, got #{LeaseMachines.shown(clock)}"
       end
       Store.retention!(keep_events, events_max_age)
+      raise TypeError, "migrate must be true or false, got #{LeaseMachines.shown(migrate)}" unless [true, false].include?(migrate)
 
       adapter = PostgreSQL.accepts?(database) ? PostgreSQL : SQLite
       @clock = clock || (adapter == PostgreSQL ? nil : WALL_CLOCK)
       @clock_policy = clock_policy
       initialize_claim
       begin
-        @adapter = adapter.new(database, busy_timeout: busy_timeout)
+        @adapter = adapter.new(database, busy_timeout: busy_timeout, migrate: migrate)
       rescue *adapter.errors => e
         raise StoreError, "cannot open the lease store at #{adapter.describe(database)}: #{adapter.message(e)}"
       end
@@ -193,8 +198,10 @@ module LeaseMachines
     # Ends the live lease of +resource+ (of +slot+ of its semaphore) whoever holds it, as its holder's release
     # would: an operator's revocation, logged as a +:revoked+ event. From then on its token is refused by the fence
     # (the lease is no longer held) and the next grant's token is above it. With +token:+ (an Integer) only the
-    # lease with that token is ended; nil ends whichever is on record. Nothing is deleted. Answers +:released+, or a
-    # refusal: +:not_held+ (no lease on record), +:expired+, +:stale_token+ (another token than +token+).
+    # lease with that token is ended; nil ends whichever is on record. Nothing is deleted (a resource or slot never
+    # asked for gets its row, as with any request). Answers +:released+, or a refusal: +:not_held+ (no lease on
+    # record), +:expired+, +:stale_token+ (another token than +token+), and as every request +:clock_regressed+
+    # (under the +:reject+ clock policy) and +:revision_space_exhausted+.
     def revoke(resource:, token: nil, slot: 0, now: nil)
       return decide(resource, now, :revoke, [token]) if slot.equal?(0)
 
@@ -203,14 +210,25 @@ module LeaseMachines
 
     # Up to +limit+ events of the log (1 to MAX_EVENTS_PAGE, default 100), oldest first, with ids above +after+ (an
     # Integer; nil for the oldest kept): of +resource+ (every slot of it), or of every resource for nil. A frozen
-    # Array of Store::Event. Pages by key: pass the last event's id as the next page's +after:+. On PostgreSQL,
-    # ids follow commit order per resource only: a reader of every resource's events may see an event commit after
-    # it read past its id. Raises TypeError or ArgumentError for a bad argument.
+    # Array of Store::Event. Pages by key: pass the last event's id as the next page's +after:+. An event's id is
+    # taken when it is written, in its request's transaction: SQLite's one writer at a time makes that commit order;
+    # on PostgreSQL a decision's too, per resource (its row's lock), but a fenced write's event inside an
+    # application's transaction that commits later can follow events with greater ids, so that a reader polling by
+    # +after:+ may have passed it: re-read a recent window (#latest_events) to catch it. Raises TypeError or
+    # ArgumentError for a bad argument.
     def events(resource: nil, after: nil, limit: 100)
-      name = resource.nil? ? nil : resource_name(resource)
+      name = nil.equal?(resource) ? nil : resource_name(resource)
       after = page_after(after)
       limit = page_limit(limit, MAX_EVENTS_PAGE)
       query { @adapter.events(name, after, limit) }.map { Event.from_row(_1) }.freeze
+    end
+
+    # The newest +limit+ events of the log (1 to MAX_EVENTS_PAGE, default 100), returned oldest first: of
+    # +resource+, or of every resource for nil. A frozen Array of Store::Event. Raises TypeError or ArgumentError.
+    def latest_events(resource: nil, limit: 100)
+      name = nil.equal?(resource) ? nil : resource_name(resource)
+      limit = page_limit(limit, MAX_EVENTS_PAGE)
+      query { @adapter.latest_events(name, limit) }.map { Event.from_row(_1) }.freeze
     end
 
     # How many events of each kind the log keeps now: a frozen Hash of Event::KINDS to Integers (0 for none).
@@ -235,7 +253,7 @@ module LeaseMachines
     # ArgumentError for a bad argument.
     def resources(after: nil, limit: 100, prefix: nil)
       limit = page_limit(limit, 1000)
-      prefix = prefix.nil? ? "" : resource_prefix(prefix)
+      prefix = nil.equal?(prefix) ? "" : resource_prefix(prefix)
       after_resource, after_slot = lease_key(after)
       found = query { @adapter.leases(prefix, after_resource, after_slot, limit) }
       found.map { |resource, slot, *columns| ResourceState.new(resource, slot, *columns) }.freeze
@@ -244,7 +262,7 @@ module LeaseMachines
     # How many leases (resources, and semaphore slots above 0) the store has rows for, of resources whose names
     # start with +prefix+ (nil: all).
     def resource_count(prefix: nil)
-      prefix = prefix.nil? ? "" : resource_prefix(prefix)
+      prefix = nil.equal?(prefix) ? "" : resource_prefix(prefix)
       query { @adapter.lease_count(prefix) }
     end
 
@@ -304,7 +322,7 @@ module LeaseMachines
           at = instant(now, at)
           verdict = check(name, row, highest, token, at)
           unless verdict == :admitted
-            event = ["write_refused", at, nil, token, nil, nil, verdict.to_s, nil, nil, nil, highest]
+            event = logged!(["write_refused", at, nil, token, nil, nil, verdict.to_s, nil, nil, nil, highest])
             storage { @adapter.refuse_fence(name, savepoint: savepoint, event: event, slot: slot) }
             done = true # the refusal is logged: its transaction committed (or joined the application's)
             raise Fenced.new(resource: name, token: token, highest: row && row[3], reason: verdict)
@@ -385,6 +403,7 @@ module LeaseMachines
                                                             instant(now, at), @clock_policy)
           end
           fits!(write) if write
+          logged!(event)
           storage do
             slots ? @adapter.close_slots(name, slot, write, event) : @adapter.close_request(name, write, event)
           end
@@ -448,7 +467,7 @@ module LeaseMachines
 
     # A page's +after:+ event id: nil (from the oldest, 0) or an Integer from 0.
     def page_after(after)
-      return 0 if after.nil?
+      return 0 if nil.equal?(after)
       raise TypeError, "after must be an event id (Integer), got #{LeaseMachines.shown(after)}" unless Integer === after
       raise ArgumentError, "after must be 0 or more, got #{after}" if after.negative?
 
@@ -465,7 +484,7 @@ module LeaseMachines
 
     # A lease key [resource, slot] to page after, as [name, slot] (["", -1] for nil: before every key).
     def lease_key(key)
-      return ["", -1] if key.nil?
+      return ["", -1] if nil.equal?(key)
       unless Array === key && key.size == 2
         raise TypeError, "after must be a [resource, slot] key, got #{LeaseMachines.shown(key)}"
       end
@@ -479,6 +498,13 @@ module LeaseMachines
       return "" if prefix.empty?
 
       resource_name(prefix)
+    end
+
+    # +event+ as the log keeps it: a token someone presented above what the databases' integers hold (never issued)
+    # is logged as nil, so that the refusal is still logged and answered rather than a StoreError.
+    def logged!(event)
+      event[3] = nil if Integer === event[3] && event[3] > MAX_TOKEN
+      event
     end
 
     # Refuses a row the database's signed 64-bit integers cannot hold (a token or revision above MAX_TOKEN).

@@ -124,6 +124,33 @@ module StoreEventLogRules
     assert_raises(ArgumentError) { store.resources(limit: 0) }
   end
 
+  # A token no history can have issued (above the databases' integers) is refused as any stale token is, and its
+  # refusal logged without it, rather than failing to be stored.
+  def test_a_refusal_of_a_token_above_the_databases_integers_is_logged_without_it
+    store.acquire(resource: R, owner: 7, ttl: 10.0, now: 0.0)
+    assert_equal :stale_token, store.release(resource: R, owner: 7, token: 2**63, now: 1.0).reason
+    assert_equal :stale_token, store.revoke(resource: R, token: 2**64 - 1, now: 2.0).reason
+    error = assert_raises(ArgumentError) { store.fenced(resource: R, token: 2**64 - 1, now: 3.0) { flunk } }
+    assert_match(/never issued/, error.message)
+    refused = store.events(resource: R).drop(1)
+    assert_equal [[:refused, :stale_token, nil], [:refused, :stale_token, nil]], refused.map { [_1.kind, _1.reason, _1.token] }
+  end
+
+  def test_latest_events_are_the_newest_oldest_first
+    6.times { |n| store.renew(resource: R, owner: 7, token: 1, ttl: 10.0, now: n.to_f) } # refused: never granted
+    store.acquire(resource: "other", owner: 1, ttl: 10.0, now: 7.0)
+    assert_equal [4.0, 5.0], store.latest_events(resource: R, limit: 2).map(&:at)
+    assert_equal [5.0, 7.0], store.latest_events(limit: 2).map(&:at)
+    assert_raises(ArgumentError) { store.latest_events(limit: 0) }
+    assert_raises(TypeError) { store.latest_events(resource: BasicObject.new) }
+  end
+
+  def test_a_basic_object_is_a_type_error_everywhere
+    [-> { store.events(resource: BasicObject.new) }, -> { store.events(after: BasicObject.new) },
+     -> { store.resources(after: BasicObject.new) }, -> { store.resources(prefix: BasicObject.new) },
+     -> { store.resource_count(prefix: BasicObject.new) }].each { assert_raises(TypeError, &_1) }
+  end
+
   def test_revoke_ends_the_live_lease_whoever_holds_it_and_fences_its_token
     store.acquire(resource: R, owner: 7, ttl: 10.0, now: 0.0)
     assert_equal :released, store.revoke(resource: R, now: 1.0).status

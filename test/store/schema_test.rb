@@ -63,6 +63,26 @@ class StoreSchemaTest < Minitest::Test
     store.close
   end
 
+  # What only reads (the dashboard, lease_machines audit --database) never creates or upgrades the tables that
+  # processes of another version use.
+  def test_with_migrate_false_a_store_writes_nothing_to_the_schema
+    format_1_database.close
+    error = refused_at_open_with(@path, migrate: false)
+    assert_match(/its schema is format 1, and this store may not write to its schema \(migrate: false\)/, error.message)
+    assert_equal [[1]], SQLite3::Database.new(@path).execute("SELECT format FROM lease_machines_schema")
+    empty = File.join(@dir, "empty.sqlite3")
+    error = refused_at_open_with(empty, migrate: false)
+    assert_match(/it has no lease store tables, and this store may not write/, error.message)
+    assert_empty SQLite3::Database.new(empty).execute("SELECT name FROM sqlite_master")
+    LeaseMachines::Store.new(@path).close # upgraded by one that may
+    LeaseMachines::Store.new(@path, migrate: false).close
+    assert_raises(TypeError) { LeaseMachines::Store.new(@path, migrate: "no") }
+  end
+
+  def refused_at_open_with(database, **options)
+    assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(database, **options) }
+  end
+
   def test_a_format_1_database_is_not_upgraded_inside_the_applications_transaction
     db = format_1_database
     db.transaction do

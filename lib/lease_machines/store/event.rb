@@ -4,8 +4,8 @@ module LeaseMachines
   class Store
     # One entry of a store's event log (Store#events), written in the transaction of the request it records:
     #
-    # - +id+: Integer, rising with every event (on PostgreSQL, in commit order per resource; across resources an
-    #   event may commit after one with a greater id).
+    # - +id+: Integer, rising with every event, taken when it is written (see Store#events for when that is not
+    #   commit order: a fenced write's event inside an application's PostgreSQL transaction).
     # - +resource+ (String) and +slot+ (Integer: 0 for the resource's lease, 1 to 1023 for a semaphore's slots).
     # - +kind+: one of KINDS. The accepted changes, as the core names them: +:acquired+ (a grant where no lease was
     #   live; a takeover when +replaced+ is another owner's expired lease), +:reacquired+ (the holder rotated its

@@ -117,6 +117,11 @@ module LeaseMachines
                     "ORDER BY id LIMIT $2"
       READ_RESOURCE_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events " \
                              "WHERE resource = $1 AND id > $2 ORDER BY id LIMIT $3"
+      READ_LATEST_EVENTS = "SELECT * FROM (SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events " \
+                           "ORDER BY id DESC LIMIT $1) newest ORDER BY id"
+      READ_LATEST_RESOURCE_EVENTS = "SELECT * FROM (SELECT id, resource, slot, #{EVENT_COLUMNS} FROM " \
+                                    "lease_machines_events WHERE resource = $1 ORDER BY id DESC LIMIT $2) newest " \
+                                    "ORDER BY id"
       READ_CHANGES = "SELECT id, resource, slot, kind, at, owner, token, expires_at, revision, replaced_owner, " \
                      "replaced_token, replaced_expires_at FROM lease_machines_events WHERE kind IN ('acquired', " \
                      "'reacquired', 'renewed', 'released', 'transferred', 'revoked') ORDER BY id"
@@ -151,14 +156,16 @@ module LeaseMachines
                        :RESTORE_LOCK_TIMEOUT, :OWN_MARK, :CREATE_LOCK, :TRANSACTION, :SAME_TRANSACTION, :ENDED,
                        :LOCK_SLOTS_BYTES, :CLOCK_AFTER, :WRITE_SLOT_LITERAL, :SHARE_SLOT, :READ_SLOT, :READ_SLOT_FENCE,
                        :WRITE_SLOT_FENCE, :EVENT_COLUMNS, :LOG_EVENT_LITERAL, :READ_EVENTS, :READ_RESOURCE_EVENTS,
-                       :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES,
+                       :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES, :READ_LATEST_EVENTS,
+                       :READ_LATEST_RESOURCE_EVENTS,
                        :COUNT_LEASES
       # How long the server lets a decision's transaction sit idle between its two round trips before it ends the
       # session: a process frozen there (SIGSTOP, a VM paused, a GC pause of seconds) would otherwise hold the
       # resource's row lock, and every other process's request on it would wait for it to wake. The decision then
       # fails with StoreError (nothing was committed) and the store reconnects at its next request. A decision
       # runs no application code between the two round trips, so only a stalled process meets this limit; a fenced
-      # write, whose block may take its time, does not set it.
+      # write, whose block may take its time, does not set it, and neither does a decision on an application's own
+      # PG::Connection (whose session the application keeps).
       IDLE_IN_DECISION = "2s"
       # Rows, marks and clock readings are read in binary, exact whatever the connection's extra_float_digits.
       BINARY = 1
@@ -218,7 +225,7 @@ module LeaseMachines
       # where it is missing (outside a transaction), then checked. Raises LoadError when the pg gem is missing,
       # TypeError or ArgumentError for bad arguments, PG::Error when the server cannot be reached or set up,
       # StoreError for tables of another shape or format.
-      def initialize(database, busy_timeout:)
+      def initialize(database, busy_timeout:, migrate: true)
         require "pg"
         require "uri"
         @owned = String === database
@@ -237,7 +244,7 @@ module LeaseMachines
         @known_rows = {}
         @opening = decision_opening
         begin
-          prepare_schema
+          prepare_schema(migrate)
         rescue ::PG::Error, StoreError
           close if @owned
           raise
@@ -383,6 +390,16 @@ module LeaseMachines
                   binary_rows(READ_EVENTS, [after, limit])
                 else
                   binary_rows(READ_RESOURCE_EVENTS, [resource, after, limit])
+                end
+        found.each { |event| event[5], event[10] = unsigned(event[5]), unsigned(event[10]) }
+      end
+
+      # The newest +limit+ events (of +resource+, or every resource's for nil), oldest first, as #events reads them.
+      def latest_events(resource, limit)
+        found = if resource.nil?
+                  binary_rows(READ_LATEST_EVENTS, [limit])
+                else
+                  binary_rows(READ_LATEST_RESOURCE_EVENTS, [resource, limit])
                 end
         found.each { |event| event[5], event[10] = unsigned(event[5]), unsigned(event[10]) }
       end
@@ -561,7 +578,9 @@ module LeaseMachines
         statements << MARK_OWN unless @owned
         statements << "SET LOCAL lock_timeout = '#{@lock_timeout}'" unless @lock_timeout.empty?
         statements << "SET LOCAL synchronous_commit = on"
-        statements << "SET LOCAL idle_in_transaction_session_timeout = '#{IDLE_IN_DECISION}'"
+        # Only on a connection the store opened: the server ends the session, which an application's connection
+        # would then have lost under it.
+        statements << "SET LOCAL idle_in_transaction_session_timeout = '#{IDLE_IN_DECISION}'" if @owned
         statements << "SET LOCAL lease_machines.own = 'own'" unless @owned
         statements.freeze
       end
@@ -762,13 +781,19 @@ module LeaseMachines
       end
 
       # Creates what is missing (only outside a transaction), then checks every table's columns and the format.
-      def prepare_schema
+      # With +migrate+ false nothing is written: a database without this format's tables is refused instead.
+      def prepare_schema(migrate)
         found = read_columns
         check_columns(found)
         format = found.key?("lease_machines_schema") ? read_format : nil
         # Tables without their format row (loaded from a schema dump, which keeps no rows) are taken over: the
         # schema's statements add what is missing.
         if found.size < COLUMNS.size || format.nil?
+          unless migrate
+            refuse("#{format ? "its schema is format #{format}" : "it has no lease store tables"}, and this store " \
+                   "may not write to its schema (migrate: false): open it once with a store that may (the " \
+                   "default), or run the install generator's migration")
+          end
           if in_transaction?
             missing = COLUMNS.keys - found.keys
             what = missing.empty? ? "its format row is missing" : "its tables (#{missing.join(", ")}) are missing"

@@ -57,8 +57,9 @@ CREATE TABLE IF NOT EXISTS lease_machines_slot_fences (
 
 -- The event log (since format 2): one row per decision (every accepted change, and every refusal with its reason)
 -- and per fenced write (accepted with the mark it left, or refused with the mark that refused it), written in the
--- request's own transaction. id rises with every event (in commit order per resource: its row's lock serializes
--- them); seq counts one lease's events (a resource's, or one slot's of its semaphore), so that each request prunes
+-- request's own transaction. id rises with every event, taken when it is written (per resource, decisions commit
+-- in that order, their row's lock serializing them; a fenced write's event in a longer application transaction
+-- may commit after greater ids); seq counts one lease's events (a resource's, or one slot's of its semaphore), so that each request prunes
 -- in constant work: the lease's event that falls out of its newest keep_events, and the log's oldest ones older
 -- than events_max_age. seq is not unique: two fenced writes of one lease, which share its row's lock, may number alike.
 CREATE TABLE IF NOT EXISTS lease_machines_events (

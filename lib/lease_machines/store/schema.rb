@@ -23,11 +23,13 @@ module LeaseMachines
         # be there), upgrading a format 1 database to format 2 (its event log), then checks every table's columns
         # and the format. Tables of another shape are refused before
         # anything is written. Raises StoreError for a mismatch, SQLite3::Exception when the database cannot be read.
-        def prepare(adapter)
+        # With +migrate+ false nothing is written: a database without this format's tables is refused instead.
+        def prepare(adapter, migrate: true)
           found = columns(adapter)
           check_columns(adapter, found)
           format = found.key?("lease_machines_schema") ? format_of(adapter) : nil
           if found.size < TABLES.size || format.nil?
+            unmigrated!(adapter, format) unless migrate
             if adapter.in_transaction?
               refuse(adapter, "its tables (#{(TABLES - found.keys).join(", ")}) are missing and a transaction is " \
                               "open on the connection: run the schema (LeaseMachines::Store::SCHEMA) or the " \
@@ -60,6 +62,13 @@ module LeaseMachines
         end
 
         def format_of(adapter) = adapter.rows(READ_FORMAT).first&.first
+
+        # Refuses, for a store that may not migrate, a database without the current format's tables.
+        def unmigrated!(adapter, format)
+          refuse(adapter, "#{format ? "its schema is format #{LeaseMachines.shown(format)}" : "it has no lease store tables"}, " \
+                          "and this store may not write to its schema (migrate: false): open it once with a store " \
+                          "that may (the default), or run the install generator's migration")
+        end
 
         # The columns SCHEMA declares, read once from an in-memory database that ran it.
         def expected_columns

@@ -84,6 +84,10 @@ module LeaseMachines
                     "ORDER BY id LIMIT ?"
       READ_RESOURCE_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events " \
                              "WHERE resource = ? AND id > ? ORDER BY id LIMIT ?"
+      READ_LATEST_EVENTS = "SELECT * FROM (SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events " \
+                           "ORDER BY id DESC LIMIT ?) ORDER BY id"
+      READ_LATEST_RESOURCE_EVENTS = "SELECT * FROM (SELECT id, resource, slot, #{EVENT_COLUMNS} FROM " \
+                                    "lease_machines_events WHERE resource = ? ORDER BY id DESC LIMIT ?) ORDER BY id"
       CHANGES = "'acquired', 'reacquired', 'renewed', 'released', 'transferred', 'revoked'"
       READ_CHANGES = "SELECT id, resource, slot, kind, at, owner, token, expires_at, revision, replaced_owner, " \
                      "replaced_token, replaced_expires_at FROM lease_machines_events WHERE kind IN (#{CHANGES}) " \
@@ -114,6 +118,7 @@ module LeaseMachines
       OWN = "lease_machines_own"
       private_constant :LEASE_COLUMNS, :READ_LEASE, :WRITE_LEASE, :READ_FENCE, :WRITE_FENCE, :COMMIT, :OWN,
                        :EVENT_COLUMNS, :LOG_EVENT, :PRUNE_EVENTS, :READ_EVENTS, :READ_RESOURCE_EVENTS, :CHANGES,
+                       :READ_LATEST_EVENTS, :READ_LATEST_RESOURCE_EVENTS,
                        :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES, :READ_SLOT_LEASES, :COUNT_LEASES,
                        :COUNT_NAMED, :COUNT_FROM,
                        :READ_SLOTS, :READ_SLOT, :WRITE_SLOT, :READ_SLOT_FENCE, :WRITE_SLOT_FENCE
@@ -128,7 +133,7 @@ module LeaseMachines
       # created where it is missing (outside a transaction), then checked. Raises TypeError or ArgumentError for bad
       # arguments, SQLite3::Exception when the database cannot be opened or set up, StoreError for tables of another
       # shape or format.
-      def initialize(database, busy_timeout:)
+      def initialize(database, busy_timeout:, migrate: true)
         unless defined?(::SQLite3::Database)
           raise LoadError, "the SQLite lease store needs the sqlite3 gem (add it to your Gemfile), " \
                            "for #{self.class.describe(database)}"
@@ -145,7 +150,7 @@ module LeaseMachines
             @connection.execute("PRAGMA journal_mode = WAL")
             @connection.execute("PRAGMA synchronous = FULL")
           end
-          Schema.prepare(self)
+          Schema.prepare(self, migrate: migrate)
           @file = file_identity
         rescue SQLite3::Exception, StoreError
           close if @owned
@@ -300,6 +305,16 @@ module LeaseMachines
       # replaced_expires_at, highest].
       def events(resource, after, limit)
         found = resource.nil? ? rows(READ_EVENTS, after, limit) : rows(READ_RESOURCE_EVENTS, resource, after, limit)
+        event_rows(found)
+      end
+
+      # The newest +limit+ events (of +resource+, or every resource's for nil), oldest first, as #events reads them.
+      def latest_events(resource, limit)
+        event_rows(resource.nil? ? rows(READ_LATEST_EVENTS, limit) : rows(READ_LATEST_RESOURCE_EVENTS, resource, limit))
+      end
+
+      # Event rows with their owners read back from their two's complement.
+      def event_rows(found)
         found.map do |event|
           event = event.dup
           event[5] = unsigned(event[5])
