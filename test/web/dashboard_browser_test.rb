@@ -1,7 +1,11 @@
 # frozen_string_literal: true
 
 require "support/browser"
-require "lease_machines/web" if LeaseMachines::TestSupport::SQLITE3
+begin
+  require "lease_machines/web"
+rescue LoadError
+  nil # no rack for this Ruby: the test says so (setup)
+end
 
 module LeaseMachines
   # The dashboard as a person uses it, in headless Chromium: the resources page, a lease that changes hands while the
@@ -12,6 +16,7 @@ module LeaseMachines
     R = "nightly-report"
 
     def setup
+      skip "rack is not installed for this Ruby" unless defined?(LeaseMachines::Web)
       requires_sqlite3!
       @path = File.join(scratch_dir("lease_machines-dashboard"), "leases.sqlite3")
       @store = LeaseMachines::Store.new(@path)
