@@ -36,8 +36,8 @@ module LeaseMachines
   #
   #   GET  /                 the resources: holder, token, fence high-water, state, time left (?prefix= ?after= ?limit=)
   #   GET  /resources.json   the same rows as JSON (what the page polls every poll_every seconds)
-  #   GET  /resource         one resource's timeline and events (?name= ?slot= ?after= ?limit=)
-  #   GET  /resource.json    its new events and its slots as JSON (what the page polls)
+  #   GET  /resource         one resource's timeline and newest events (?name= ?slot= ?limit=; ?after= pages forward)
+  #   GET  /resource.json    the same events and its slots as JSON (what the page polls)
   #   GET  /resource.svg     its timeline alone
   #   GET  /audit            Store#audit's findings
   #   GET  /metrics          Prometheus text format 0.0.4
@@ -55,7 +55,8 @@ module LeaseMachines
   # Read-only unless +actions+ is true; an action is refused unless it is a POST from the dashboard's own origin
   # that the +authorize+ hook allows. The hook, when there is one, is asked about every request, the pages' too: lease
   # holders and resource names are the application's business. Bad parameters are a 400 with a plain message, an unknown path a 404, a store
-  # that cannot answer (StoreError) a 503 with its message; never a backtrace.
+  # that cannot answer (StoreError) a 503 with its message, any other failure a 500 naming only the exception's class
+  # (its message and backtrace go to the server's log, rack.errors); never a backtrace on the page.
   class Web
     UNCONFIGURED = "LeaseMachines::Web has no store to read: configure one, as in LeaseMachines::Web.configure " \
                    "{ |config| config.store = -> { LeaseMachines::Store.new(\"db/leases.sqlite3\") } } (a factory: " \
@@ -151,10 +152,12 @@ module LeaseMachines
 
     attr_reader :actions, :expiring_within, :poll_every
 
-    # The Rack interface: +env+ in, [status, headers, body] out.
+    # The Rack interface: +env+ in, [status, headers, body] out. Whatever goes wrong is answered, not raised: an
+    # exception other than an HttpError or a StoreError is a 500 (Failed), written with its backtrace to
+    # env["rack.errors"], the server's log.
     def call(env)
+      reply = Reply.new(head: env["REQUEST_METHOD"] == "HEAD")
       request = Rack::Request.new(env)
-      reply = Reply.new(head: request.head?)
       page = Router.route(request)
       authorize!(request)
       __send__(page, request, reply)
@@ -162,12 +165,24 @@ module LeaseMachines
       reply.error(e)
     rescue StoreError => e
       reply.error(Unavailable.new(Redaction.mask(e.message)))
+    rescue StandardError => e
+      failed(env, e)
+      reply.error(Failed.new(e))
     end
 
     # Closes the stores a factory opened for this dashboard (a Store it was given is its owner's to close).
     def close = @stores.close
 
     private
+
+    # Writes +error+ with its backtrace (and its causes') to the server's log, env["rack.errors"], with any password
+    # masked (Redaction), should a connection string be in a message.
+    def failed(env, error)
+      log = env["rack.errors"] or return
+      where = "#{env["REQUEST_METHOD"]} #{env["SCRIPT_NAME"]}#{env["PATH_INFO"]}"
+      log.write(Redaction.mask("LeaseMachines::Web: #{where} failed: #{error.full_message(highlight: false)}"))
+      log.flush
+    end
 
     def authorize!(request)
       return if @authorize.nil? || @authorize.call(request)

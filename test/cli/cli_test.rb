@@ -177,7 +177,7 @@ class CLITest < Minitest::Test
         assert_equal ["200", "text/html; charset=utf-8"], [page.code, page["content-type"]]
         assert_includes page.body, %(<td data-field="resource"><a href="/resource?name=r&amp;slot=0">r</a></td>)
         refute_includes page.body, %(<form class="revoke")
-        assert_match(/^lease_machines_events_total\{kind="write_refused"\} 1$/, http.get("/metrics").body)
+        assert_match(/^lease_machines_events\{kind="write_refused"\} 1$/, http.get("/metrics").body)
         revoke = http.post("/revoke", "resource=r&slot=0", "Content-Type" => "application/x-www-form-urlencoded")
         assert_equal "403", revoke.code
         assert_match(/actions are off/, revoke.body)

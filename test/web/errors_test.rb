@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "support/web_support"
+require "stringio"
 
 # What a bad request gets: a 400 (or 404, 405) with one plain line saying what was wrong, and a store that cannot
 # answer a 503 with its message; never a backtrace, and every answer still carries the dashboard's headers.
@@ -16,6 +17,10 @@ class ErrorsTest < Minitest::Test
     "/?limit=99999999999999999999999" => "limit must be an integer from 1 to 500, got \"99999999999999999999999\"",
     "/resources.json?limit=+5" => "limit must be an integer from 1 to 500, got \" 5\"",
     "/?limit[]=5" => "limit must be given once, as name=value, got [\"5\"]",
+    "/?prefix=a&prefix=b" => "the parameter \"prefix\" is given 2 times: give it once",
+    "/resource?name=r&name=s&name=r" => "the parameter \"name\" is given 3 times: give it once",
+    "/resource.json?name=r&slot=0&sl%6Ft=1" => "the parameter \"slot\" is given 2 times: give it once",
+    "/?limit[]=5&limit[]=6" => "the parameter \"limit[]\" is given 2 times: give it once",
     "/?after=garbage" => "after must be the key of a row, SLOT:RESOURCE (as the Next link writes it), got \"garbage\"",
     "/?after=1024:x" => "after must be the key of a row, SLOT:RESOURCE (as the Next link writes it), got \"1024:x\"",
     "/?after=0:" => "after must be the key of a row, SLOT:RESOURCE (as the Next link writes it), got \"0:\"",
@@ -73,6 +78,11 @@ class ErrorsTest < Minitest::Test
     assert_plain 400, "resource is required: the resource's name", "resource"
     post "/revoke", { resource: "r", token: "0" }, "HTTP_SEC_FETCH_SITE" => "same-origin"
     assert_plain 400, "token must be an integer from 1 to 9223372036854775807, got \"0\"", "token"
+    post "/revoke", "resource=r&slot=0&resource=s", "HTTP_SEC_FETCH_SITE" => "same-origin",
+                                                    "CONTENT_TYPE" => "application/x-www-form-urlencoded"
+    assert_plain 400, "the parameter \"resource\" is given 2 times: give it once", "twice in the form"
+    post "/revoke?resource=s", { resource: "r" }, "HTTP_SEC_FETCH_SITE" => "same-origin"
+    assert_plain 400, "the parameter \"resource\" is given 2 times: give it once", "in the query and the form"
   end
 
   def test_a_store_that_cannot_open_is_a_503_with_its_message
@@ -86,9 +96,36 @@ class ErrorsTest < Minitest::Test
     end
   end
 
-  def test_a_factory_that_opens_no_store_says_so
+  # Any other exception is a 500 that names its class alone; its message and backtrace are in the server's log
+  # (rack.errors), never on the page.
+  def test_an_unexpected_exception_is_a_500_and_goes_to_the_log
+    grant("r", 1)
+    @store.define_singleton_method(:events) { |**| raise NoMethodError, "undefined method 'secret_detail' for nil" }
+    log = StringIO.new
+    get "/resource?name=r&after=0", {}, "rack.errors" => log
+    assert_plain 500, "the dashboard failed (NoMethodError); see the server's log", "a failing page"
+    refute_includes body, "secret_detail"
+    assert_match %r{\ALeaseMachines::Web: GET /resource failed: .*undefined method 'secret_detail' for nil \(NoMethodError\)\n},
+                 log.string
+    assert_match %r{^\tfrom .*/lib/lease_machines/web/resource_page\.rb:\d+:in }, log.string, "the backtrace"
+    head "/resource?name=r&after=0", {}, "rack.errors" => StringIO.new
+    assert_equal [500, ""], [status, body]
+  end
+
+  def test_a_factory_that_opens_no_store_is_a_500_saying_so_in_the_log
+    log = StringIO.new
     @app = Rack::Lint.new(LeaseMachines::Web.new(store: -> { :not_a_store }))
-    error = assert_raises(TypeError) { get "/" }
-    assert_equal "the dashboard's store factory returned :not_a_store, not a LeaseMachines::Store", error.message
+    get "/", {}, "rack.errors" => log
+    assert_plain 500, "the dashboard failed (TypeError); see the server's log", "a factory of something else"
+    assert_includes log.string,
+                    "the dashboard's store factory returned :not_a_store, not a LeaseMachines::Store (TypeError)"
+  end
+
+  def test_a_raising_authorize_hook_is_a_500
+    @options = { authorize: ->(_request) { raise KeyError, "no session" } }
+    log = StringIO.new
+    get "/", {}, "rack.errors" => log
+    assert_plain 500, "the dashboard failed (KeyError); see the server's log", "the hook raised"
+    assert_includes log.string, "no session (KeyError)"
   end
 end

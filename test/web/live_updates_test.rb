@@ -66,6 +66,26 @@ class LiveUpdatesTest < Minitest::Test
     end
   end
 
+  # An event that commits after one with a greater id is merged into the table in its place when the next poll reads
+  # the newest events again; no row twice.
+  def test_the_timeline_merges_a_late_event_by_id
+    lease = grant("r", 7, ttl: 60.0)
+    2.times { |i| @store.renew(resource: "r", owner: 7, token: lease.token, ttl: 60.0, now: @time + i + 1) }
+    commit = hold_back_event(@store.events(resource: "r")[1].id)
+    ids = ->(driver) { driver.find_elements(css: "table.events tbody tr").map { _1.attribute("data-id") } }
+    browse(dashboard) do |driver, url|
+      driver.navigate.to("#{url}resource?name=r")
+      assert_equal %w[1 3], ids.(driver)
+      commit.()
+      wait_for("the late event was never merged") { ids.(driver) == %w[1 2 3] }
+      @store.fenced(resource: "r", token: lease.token, now: @time + 3) { nil }
+      wait_for("the next event never came") { ids.(driver) == %w[1 2 3 4] }
+      sleep 0.5 # more polls of the same window
+      assert_equal %w[1 2 3 4], ids.(driver), "each event once"
+      wait_for("the timeline was never drawn again") { driver.find_elements(css: ".timeline line.renewal").size == 2 }
+    end
+  end
+
   def test_the_revoke_button_revokes_through_the_browsers_own_request
     grant("r", 7, ttl: 60.0)
     admitted = []

@@ -55,31 +55,52 @@ class MetricsTest < Minitest::Test
     assert_equal "text/plain; version=0.0.4; charset=utf-8", last_response.headers["content-type"]
     metrics = parse(body)
     assert_equal %w[lease_machines_resources lease_machines_leases_held lease_machines_leases_expiring
-                    lease_machines_leases_held_complete lease_machines_events_total lease_machines_audit_findings
-                    lease_machines_audit_checked_events lease_machines_store_time_seconds
+                    lease_machines_leases_held_complete lease_machines_events lease_machines_store_time_seconds
                     lease_machines_scrape_duration_seconds], metrics.keys
-    assert_equal "counter", metrics["lease_machines_events_total"][:type]
+    assert_equal "gauge", metrics["lease_machines_events"][:type]
+    assert_equal "Events the store's event log keeps now, by kind (retention prunes them).",
+                 metrics["lease_machines_events"][:help]
     assert_equal 4.0, value(metrics, "lease_machines_resources")
     assert_equal [3.0, 1.0, 1.0], %w[held expiring held_complete].map { value(metrics, "lease_machines_leases_#{_1}") },
                  "nightly-report (6 s left) and pool held, expiring (1 s left) expiring, lapsed free"
     counts = @store.event_counts
-    assert_equal counts.keys.map { { "kind" => _1.to_s } }, metrics["lease_machines_events_total"][:samples].keys
-    counts.each { |kind, count| assert_equal count.to_f, value(metrics, "lease_machines_events_total", "kind" => kind.to_s) }
+    assert_equal counts.keys.map { { "kind" => _1.to_s } }, metrics["lease_machines_events"][:samples].keys
+    counts.each { |kind, count| assert_equal count.to_f, value(metrics, "lease_machines_events", "kind" => kind.to_s) }
     assert_equal [37.0, 2.0, 1.0], %i[acquired write_accepted write_refused].map { counts[_1].to_f }
-    assert_equal [0.0, @store.audit.checked_events.to_f],
-                 [value(metrics, "lease_machines_audit_findings"), value(metrics, "lease_machines_audit_checked_events")]
     assert_equal @time, value(metrics, "lease_machines_store_time_seconds")
     assert_includes 0.0..5.0, value(metrics, "lease_machines_scrape_duration_seconds")
   end
 
-  def test_an_audit_finding_shows
+  # The events are those the log keeps now: retention prunes the oldest, so a kind's count falls (a gauge; a counter
+  # that fell would read to Prometheus as a restart).
+  def test_the_event_counts_fall_as_retention_prunes
+    @store.close
+    @store = LeaseMachines::Store.new(@path, clock: -> { @time }, keep_events: 2)
+    lease = grant("r", 1)
+    get "/metrics"
+    assert_equal 1.0, value(parse(body), "lease_machines_events", "kind" => "acquired")
+    2.times { |i| @store.renew(resource: "r", owner: 1, token: lease.token, ttl: 60.0, now: @time + i + 1) }
+    get "/metrics"
+    metrics = parse(body)
+    assert_equal [0.0, 2.0], %w[acquired renewed].map { value(metrics, "lease_machines_events", "kind" => _1) }
+  end
+
+  # A scrape never runs the audit (it loads every change the log keeps); its findings are the /audit page's.
+  def test_a_scrape_reads_no_audit_and_the_audit_page_shows_a_finding
     worker_sevens_night("r")
     renewed = @store.events(resource: "r", limit: 1000).find { _1.kind == :renewed }
     SQLite3::Database.new(@path) do |db|
       db.execute("UPDATE lease_machines_events SET expires_at = 1.0 WHERE id = ?", [renewed.id])
     end
+    audit = @store.method(:audit)
+    @store.define_singleton_method(:audit) { raise "a scrape ran Store#audit" }
     get "/metrics"
-    assert_equal 1.0, value(parse(body), "lease_machines_audit_findings")
+    assert_equal 200, status, body
+    refute_match(/audit/, body)
+    @store.define_singleton_method(:audit, audit)
+    get "/audit"
+    assert_includes body, %(<p class="invalid">1 finding, )
+    assert_includes body, %(<td><a href="/resource?name=r&amp;after=#{renewed.id - 1}">#{renewed.id}</a></td>)
   end
 
   # The live leases are counted page by page, up to the bound; past it the count says it is not complete.

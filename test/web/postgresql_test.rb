@@ -46,6 +46,6 @@ class WebPostgreSQLTest < Minitest::Test
     assert_equal [%w[7 33 expired], %w[9 34 open]], read.("//g[@class='grant']", %w[data-owner data-token data-ending])
     assert_equal [%w[33 7]], read.("//g[@class='write-refused']", %w[data-token data-owner])
     get "/metrics"
-    assert_match(/^lease_machines_events_total\{kind="write_refused"\} 1$/, body)
+    assert_match(/^lease_machines_events\{kind="write_refused"\} 1$/, body)
   end
 end

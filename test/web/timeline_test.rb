@@ -87,8 +87,9 @@ class TimelineTest < Minitest::Test
                   "took over owner 7&#39;s expired lease (token 33, expired 2026-12-01 23:00:15.000 UTC)"], takeover
     refused = rows[5][2].scan(%r{<td>(.*?)</td>}).flatten
     assert_equal ["write_refused", "—", "33", "34", "stale_token"], refused.values_at(3, 4, 5, 8, 9)
-    assert_includes body, %(data-last-id="#{before + 6}")
-    assert_includes body, %(data-svg-url="/resource.svg?name=#{R}&amp;after=#{before}")
+    assert_equal [["page", "/resource.svg?name=#{R}&after=#{before}"]],
+                 attributes("section", "data-events").zip(attributes("section", "data-svg-url")),
+                 "a page of history, not followed"
   end
 
   def test_the_json_carries_the_events_after_an_id_and_the_slots
@@ -153,6 +154,39 @@ class TimelineTest < Minitest::Test
     end
   end
 
+  # Far out, Floats are far apart (16 s at 1e17 s): a lease whose events all fall on one instant still gets a scale,
+  # and its bar is drawn where it belongs.
+  def test_a_lease_at_1e17_seconds_is_drawn
+    @store.acquire(resource: "far", owner: 1, ttl: 10.0, now: 1e17)
+    @store.renew(resource: "far", owner: 1, token: 1, ttl: 10.0, now: 1e17 + 1)
+    get "/resource.svg?name=far"
+    assert_equal 200, status, body
+    svg = svg_document
+    assert_equal [[1, 1, "open", 1e17, 1e17 + 16]], grants(svg)
+    rect = elements(svg, "//g[@class='grant']/rect").first
+    assert_operator Float(rect.attributes["x"]), :<, 300.0, "the bar starts near the axis' start"
+    assert_operator Float(rect.attributes["width"]), :>, 300.0, "and spans its 16 s"
+    get "/resource?name=far"
+    assert_equal 200, status
+  end
+
+  # Instants no scale can span (the largest Floats, infinity) are drawn at the ends of the axis, never an exception.
+  def test_a_span_that_is_not_finite_is_drawn_at_the_ends
+    view = LeaseMachines::Web::View.new(base: "", nonce: "n", poll_every: 2.0, actions: false)
+    [[Float::MAX, Float::MAX], [-Float::MAX, Float::MAX], [0.0, Float::INFINITY], [1e17, 1e17]].each do |from, to|
+      events = [[1, :acquired, from], [2, :released, to]].map do |id, kind, at|
+        LeaseMachines::Store::Event.new(id: id, resource: "r", slot: 0, kind: kind, at: at, owner: 1, token: 1,
+                                        expires_at: to, revision: id, reason: nil, replaced: nil, highest: nil)
+      end
+      timeline = LeaseMachines::Web::Timeline.new(events)
+      svg = REXML::Document.new(LeaseMachines::Web::TimelineSvg.new(view, timeline).to_s)
+      xs = elements(svg, "//rect | //line").flat_map { |e| %w[x x1 x2].filter_map { e.attributes[_1] } }
+      xs = xs.map { Float(_1) }
+      refute_empty xs
+      assert xs.all? { (130.0..930.0).cover?(_1) }, "#{[from, to].inspect}: #{xs.inspect}"
+    end
+  end
+
   def test_a_resource_without_events_draws_an_empty_timeline
     get "/resource.svg?name=never"
     assert_equal ["No events yet."], elements(svg_document, "//text").map(&:text).last(1)
@@ -161,14 +195,76 @@ class TimelineTest < Minitest::Test
     assert_equal [], table_rows
   end
 
-  def test_a_full_page_of_events_links_to_the_later_ones
+  # The page shows the newest events; older ones are read forward from the oldest the log keeps, page by page.
+  def test_a_full_page_links_to_older_events_and_those_page_forward
     5.times { |i| @store.reacquire(resource: "r", owner: 1, ttl: 30.0, now: @time + i) }
+    links = lambda do
+      body.scan(/<a rel="(\w+)" href="([^"]*)">([^<]*)</).map { |rel, href, label| [rel, CGI.unescapeHTML(href), label] }
+    end
     get "/resource?name=r&limit=2"
-    link = body[/<a rel="next" href="([^"]*)">Later events/, 1]
-    assert_equal "/resource?name=r&after=2&limit=2", CGI.unescapeHTML(link)
-    get CGI.unescapeHTML(link)
-    assert_equal %w[3 4], body.scan(/data-id="(\d+)"/).flatten
+    assert_equal %w[4 5], body.scan(/data-id="(\d+)"/).flatten
+    assert_equal [["first", "/resource?name=r&after=0&limit=2", "Older events, from the oldest kept"]], links.()
+    pages = []
+    path = links.().first[1]
+    while path
+      get path
+      pages << body.scan(/data-id="(\d+)"/).flatten
+      path = links.().find { _1.first == "next" }&.at(1)
+    end
+    assert_equal [%w[1 2], %w[3 4], %w[5]], pages
+    assert_equal [["last", "/resource?name=r&limit=2", "Newest events"]], links.()
     get "/resource?name=r"
-    refute_includes body, "Later events"
+    assert_equal %w[1 2 3 4 5], body.scan(/data-id="(\d+)"/).flatten
+    assert_empty links.(), "every event on the page"
+  end
+
+  # 700 renewals, a release and a new holder: the page and its timeline show the newest events, so the new holder,
+  # and the renewed lease (granted before them) as a bar from their start to its release.
+  def test_the_page_and_the_timeline_show_the_newest_events
+    lease = grant("r", 7, ttl: 30.0)
+    700.times { |i| @store.renew(resource: "r", owner: 7, token: lease.token, ttl: 30.0, now: @time + i + 1) }
+    @store.release(resource: "r", owner: 7, token: lease.token, now: @time + 701)
+    assert_equal 2, granted(@store.acquire(resource: "r", owner: 99, ttl: 30.0, now: @time + 702)).token
+    last = @store.latest_events(resource: "r", limit: 1).first
+    @time += 702
+    get "/resource?name=r"
+    assert_equal 200, status
+    ids = body.scan(/<tr class="kind-\w+" data-id="(\d+)">/).flatten.map { Integer(_1) }
+    assert_equal ((last.id - 499)..last.id).to_a, ids, "the newest 500, oldest first"
+    assert_equal [["0:r", "r", "0", "99", "2", "—", "held", "30.0 s"]], table_rows
+    assert_equal [["newest", "/resource.json?name=r", "/resource.svg?name=r"]],
+                 attributes("section", "data-events").zip(attributes("section", "data-poll-url"),
+                                                          attributes("section", "data-svg-url"))
+    inline = body[%r{<svg .*?</svg>}m]
+    get "/resource.svg?name=r"
+    assert_equal inline, body.chomp, "the page's timeline is the one the page refreshes"
+    svg = svg_document
+    assert_equal ["owner 7", "owner 99"], elements(svg, "//text[@class='lane-label']").map(&:text)
+    first = EVENING + 203
+    assert_equal [[7, 1, "released", first, EVENING + 701], [99, 2, "open", EVENING + 702, EVENING + 732]], grants(svg)
+    assert_equal ["token 1 · granted earlier", "token 2"], elements(svg, "//text[@class='bar-label']").map(&:text)
+    assert_equal ["true", nil], elements(svg, "//g[@class='grant']").map { _1.attributes["data-earlier"] }
+    assert_equal 498, elements(svg, "//g[@data-token='1']/line[@class='renewal']").size
+    assert_equal "token 1 to owner 7: granted before 2026-12-01 22:03:23.000 UTC to 2026-12-01 22:11:41.000 UTC, " \
+                 "released", elements(svg, "//g[@data-token='1']/title").first.text
+  end
+
+  # The page polls the newest events again each time (not only the ids above the last one seen), so an event that
+  # commits after one with a greater id (on PostgreSQL, a fenced write inside an application's transaction takes its
+  # id early) is in the next poll's JSON, in id order.
+  def test_the_poll_reads_the_newest_events_again_and_catches_a_late_commit
+    6.times { |i| @store.reacquire(resource: "r", owner: 1, ttl: 30.0, now: @time + i) }
+    late = @store.events(resource: "r")[4]
+    commit = hold_back_event(late.id)
+    get "/resource?name=r&limit=3"
+    assert_equal %w[3 4 6], body.scan(/data-id="(\d+)"/).flatten
+    poll = attributes("section", "data-poll-url").first
+    assert_equal "/resource.json?name=r&limit=3", poll
+    get poll
+    assert_equal [3, 4, 6], json[:events].map { _1[:id] }
+    commit.()
+    get poll
+    assert_equal [4, 5, 6], json[:events].map { _1[:id] }, "the late event, in its place"
+    assert_equal [%w[5 reacquired]], json[:events].select { _1[:id] == late.id }.map { _1[:cells].values_at(0, 3) }
   end
 end

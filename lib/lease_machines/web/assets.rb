@@ -171,19 +171,43 @@ module LeaseMachines
               .catch(function () {});
           }
 
-          function appendEvents(element, events) {
-            var body = element.querySelector("table.events").tBodies[0];
-            events.forEach(function (event) {
-              var tr = document.createElement("tr");
-              tr.className = "kind-" + event.kind;
-              tr.dataset.id = event.id;
-              event.cells.forEach(function (value) {
-                var td = document.createElement("td");
-                td.textContent = text(value);
-                tr.appendChild(td);
-              });
-              body.appendChild(tr);
+          function eventRow(event) {
+            var tr = document.createElement("tr");
+            tr.className = "kind-" + event.kind;
+            tr.dataset.id = event.cells[0];
+            event.cells.forEach(function (value) {
+              var td = document.createElement("td");
+              td.textContent = text(value);
+              tr.appendChild(td);
             });
+            return tr;
+          }
+
+          // Event ids compared as the decimal text the Id cell holds (a JSON number loses digits past 2**53).
+          function compareIds(a, b) { return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0); }
+
+          // The newest events (the window the server read anew) merged into the table: each id once, in id order,
+          // the newest data-limit kept. An event that committed after one with a greater id lands in its place.
+          // Whether a row was added.
+          function mergeEvents(element, events) {
+            var body = element.querySelector("table.events").tBodies[0];
+            var rows = new Map();
+            Array.prototype.forEach.call(body.rows, function (tr) { rows.set(tr.dataset.id, tr); });
+            var added = false;
+            events.forEach(function (event) {
+              if (rows.has(event.cells[0])) return;
+              rows.set(event.cells[0], eventRow(event));
+              added = true;
+            });
+            if (!added) return false;
+            var ids = Array.from(rows.keys()).sort(compareIds);
+            var keep = Math.max(ids.length - parseInt(element.dataset.limit, 10), 0);
+            ids.forEach(function (id, index) {
+              var tr = rows.get(id);
+              if (index >= keep) body.appendChild(tr);
+              else if (tr.parentNode) body.removeChild(tr);
+            });
+            return true;
           }
 
           var listing = document.getElementById("resources");
@@ -194,15 +218,13 @@ module LeaseMachines
             });
           }
 
+          // A resource's page: its slots follow the store; its events too when it shows the newest (a page of
+          // history stays as it was read).
           var timeline = document.getElementById("timeline-page");
           if (timeline) {
-            var since = function () { return timeline.dataset.pollUrl + "&after=" + timeline.dataset.lastId; };
-            poll(timeline, since, function (data) {
+            poll(timeline, function () { return timeline.dataset.pollUrl; }, function (data) {
               updateRows(timeline.querySelector("table.rows"), data.rows);
-              if (data.events.length === 0) return;
-              appendEvents(timeline, data.events);
-              timeline.dataset.lastId = data.last_id;
-              refreshSvg(timeline);
+              if (timeline.dataset.events === "newest" && mergeEvents(timeline, data.events)) refreshSvg(timeline);
             });
           }
 

@@ -44,6 +44,17 @@ module LeaseMachines
       def status = 500
     end
 
+    # An exception the dashboard did not expect (a fault of its own, of the authorize hook or of the store factory):
+    # 500, naming only the exception's class. Its message and backtrace go to the server's log (Web#call writes them
+    # to rack.errors), never to the page: whoever sent the request reads that (and a hook that raised admitted no one).
+    class Failed < HttpError
+      def initialize(error)
+        super("the dashboard failed (#{error.class}); see the server's log")
+      end
+
+      def status = 500
+    end
+
     # The store could not answer (a LeaseMachines::StoreError: locked, unreachable, ...): 503 with its message.
     class Unavailable < HttpError
       def status = 503

@@ -10,7 +10,8 @@ module LeaseMachines
       DIGITS = /\A\d{1,19}\z/
 
       # Reads +request+'s query string (+form+: its form body too, for a POST). Raises BadRequest for a query Rack
-      # cannot parse (a stray %, nesting too deep, too many parameters) or a name or value that is not UTF-8.
+      # cannot parse (a stray %, nesting too deep, too many parameters), a name or value that is not UTF-8, or a name
+      # given more than once.
       def initialize(request, form: false)
         @values = form ? request.params : request.GET
         @values.each do |name, value|
@@ -18,6 +19,7 @@ module LeaseMachines
 
           raise BadRequest, "the parameter #{LeaseMachines.shown(name.b)} is not valid UTF-8"
         end
+        once!(request, form)
       rescue Rack::BadRequest => e # Rack's message may quote the query's bytes: shown as UTF-8, scrubbed
         raise BadRequest, "the query cannot be read: #{e.message.dup.force_encoding(Encoding::UTF_8).scrub}"
       end
@@ -59,6 +61,22 @@ module LeaseMachines
       end
 
       private
+
+      # Raises BadRequest for a name given twice: Rack keeps the last value of ?prefix=a&prefix=b, and a page must not
+      # answer for a value the request did not settle. Counted over the query and, with +form+, a url-encoded body
+      # (whose text Rack keeps; the revoke form posts one): a name in both is given twice too.
+      def once!(request, form)
+        texts = [request.query_string]
+        texts << request.get_header(Rack::RACK_REQUEST_FORM_VARS) if form
+        counts = Hash.new(0)
+        texts.compact.each do |text|
+          Rack::Utils.parse_query(text, "&").each { |name, value| counts[name] += Array === value ? value.size : 1 }
+        end
+        name, count = counts.find { |_name, count| count > 1 }
+        return if name.nil?
+
+        raise BadRequest, "the parameter #{LeaseMachines.shown(name)} is given #{count} times: give it once"
+      end
 
       def utf8?(text) = text.dup.force_encoding(Encoding::UTF_8).valid_encoding?
     end

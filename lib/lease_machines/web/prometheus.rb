@@ -9,6 +9,10 @@ module LeaseMachines
     # rows (the store has no count query for them): lease_machines_leases_held_complete says whether every row was
     # counted (1) or the count stopped at the bound (0), so that a store larger than that is never under-reported
     # silently.
+    #
+    # A scrape is a few counting queries and those bounded pages, repeated every few seconds by a machine. The audit
+    # is not among its figures: it loads every change the log keeps into memory (at 300,000 events, most of a second
+    # and 200 MB), and belongs to the /audit page, which a person opens.
     class Prometheus
       HELD_SCAN = 10_000
       PAGE = 1000
@@ -28,9 +32,6 @@ module LeaseMachines
         @resources = store.resource_count
         @held, @expiring, @complete = live(store)
         @events = store.event_counts
-        audit = store.audit
-        @findings = audit.findings.size
-        @checked = audit.checked_events
         @duration = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
         self
       end
@@ -47,11 +48,10 @@ module LeaseMachines
           metric("lease_machines_leases_held_complete", "gauge",
                  "1 when lease_machines_leases_held counted every row, 0 when it stopped at #{@scan}.",
                  @complete ? 1 : 0),
-          metric("lease_machines_events_total", "counter", "Events the store recorded, by kind.",
+          # A gauge, not a counter: retention prunes the log, so a count falls as well as rises.
+          metric("lease_machines_events", "gauge",
+                 "Events the store's event log keeps now, by kind (retention prunes them).",
                  @events.map { |kind, count| [{ "kind" => kind.to_s }, count] }),
-          metric("lease_machines_audit_findings", "gauge",
-                 "Findings of the store's audit (0: its history keeps the rules).", @findings),
-          metric("lease_machines_audit_checked_events", "gauge", "Events the audit checked.", @checked),
           metric("lease_machines_store_time_seconds", "gauge", "The store's clock, seconds since the Unix epoch.", @now),
           metric("lease_machines_scrape_duration_seconds", "gauge", "How long this scrape took to read the store.",
                  @duration)

@@ -7,11 +7,20 @@ module LeaseMachines
     #
     # - +name+: the resource (required; any UTF-8, percent-encoded in the link);
     # - +slot+: only that slot's events (0 is the plain lease; absent: every slot's);
-    # - +after+: only the events with a greater id (an Integer; absent: from the first);
-    # - +limit+: at most this many events, 1 to MAX_LIMIT (default DEFAULT_LIMIT).
+    # - +after+: the events with a greater id, oldest first (an Integer; 0 from the oldest the log keeps; absent: the
+    #   newest events, Store#latest_events);
+    # - +limit+: at most this many events, 1 to MAX_LIMIT (default DEFAULT_LIMIT), of every slot (+slot+ then picks
+    #   its own among them).
     #
-    # The timeline shows the events the store's log keeps: the newest of each lease (Store.new's keep_events:, 100 by
-    # default) and none older than its events_max_age; older history is gone from the store, not hidden here.
+    # Without +after+ the page is the resource's newest events and follows them: each poll reads the newest window
+    # again and the script merges it into the table by id, so that an event that commits after one with a greater id
+    # (on PostgreSQL, a fenced write inside an application's transaction takes its id when written, and commits
+    # later) still lands in its place, where asking only for the ids above the last one seen would miss it for good.
+    # With +after+ it is a page of the history, paged forward by id (Later events) and not followed.
+    #
+    # The timeline shows the events the store's log keeps: the newest of each lease (Store.new's keep_events:,
+    # Store::KEEP_EVENTS by default, 1000) and none older than its events_max_age; older history is gone from the
+    # store, not hidden here.
     #
     # Above the timeline, the resource's slots as the resources page shows them (with a Revoke button when actions
     # are on); below it, the events in a table. After a revoke, +revoked+ (or +not_held+) names the slot and
@@ -38,7 +47,11 @@ module LeaseMachines
       # Reads the events and the resource's slots from +store+; returns self.
       def read(store)
         @now = store.now
-        events = store.events(resource: @name, after: @after, limit: @limit)
+        events = if @after.nil?
+                   store.latest_events(resource: @name, limit: @limit)
+                 else
+                   store.events(resource: @name, after: @after, limit: @limit)
+                 end
         @full = events.size == @limit
         @last_id = events.last&.id || @after || 0
         @events = @slot.nil? ? events : events.select { _1.slot == @slot }
@@ -63,10 +76,11 @@ module LeaseMachines
 
       def main(view)
         v = view
-        poll = v.url("/resource.json", name: @name, slot: @slot)
+        poll = v.url("/resource.json", name: @name, slot: @slot, limit: limit_param)
         svg_url = v.url("/resource.svg", name: @name, slot: @slot, after: @after, limit: limit_param)
         section = v.start_tag("section", id: "timeline-page", "data-poll-url": poll, "data-poll-every": v.poll_every,
-                                         "data-last-id": @last_id, "data-svg-url": svg_url)
+                                         "data-events": @after.nil? ? "newest" : "page", "data-limit": @limit,
+                                         "data-svg-url": svg_url)
         <<~HTML
           #{section}
           <h1>#{v.h(@name)}#{" · slot #{@slot}" if @slot}</h1>
@@ -75,7 +89,7 @@ module LeaseMachines
           #{RowsTable.new(v, @rows, @now)}
           <h2>Timeline</h2>
           <div class="timeline">#{svg(v)}</div>
-          #{later(v)}
+          #{pages(v)}
           <h2>Events</h2>
           <table class="events">
           <thead><tr>#{COLUMNS.map { "<th>#{v.h(_1)}</th>" }.join}</tr></thead>
@@ -94,12 +108,23 @@ module LeaseMachines
         %(<tr class="kind-#{event.kind}" data-id="#{event.id}">#{cells}</tr>)
       end
 
-      # The link to the events after this page's, when the page is full.
-      def later(view)
-        return "" unless @full
+      # The links to the other events. The newest page, when full, links to the oldest the log keeps (the store
+      # pages forward by id only, so history is read from there on); a page of history to the next one when it is
+      # full, and back to the newest.
+      def pages(view)
+        links = []
+        if @after.nil?
+          links << page_link(view, "first", "Older events, from the oldest kept", after: 0) if @full
+        else
+          links << page_link(view, "next", "Later events", after: @last_id) if @full
+          links << page_link(view, "last", "Newest events")
+        end
+        links.empty? ? "" : %(<p class="pages">#{links.join(" ")}</p>)
+      end
 
-        link = view.url("/resource", name: @name, slot: @slot, after: @last_id, limit: limit_param)
-        %(<p class="pages"><a rel="next" href="#{view.h(link)}">Later events</a></p>)
+      def page_link(view, rel, label, after: nil)
+        link = view.url("/resource", name: @name, slot: @slot, after: after, limit: limit_param)
+        %(<a rel="#{rel}" href="#{view.h(link)}">#{label}</a>)
       end
     end
   end

@@ -13,11 +13,15 @@ module LeaseMachines
     #   so it ended at its own expires_at (the replaced lease's, for a takeover);
     # - :reacquired: its owner took a new token while it was still live;
     # - :open: no later event ended it (it runs to expires_at, live or not).
+    #
+    # The events may begin in the middle of a lease (a page shows a resource's newest events; the log keeps each
+    # lease's newest): a renewal or an end of a token whose grant is not among them, while no bar is open in its slot,
+    # is a lease granted earlier, drawn from the first event on (+earlier+).
     class Timeline
       # One grant: +owner+, +token+, +slot+, from +from+ to +to+ (Float seconds since the Unix epoch), its
-      # +ending+ (above), the instants of its +renewals+, and +takeover+, whether it took over another owner's
-      # expired lease.
-      Bar = Data.define(:owner, :token, :slot, :from, :to, :ending, :renewals, :takeover)
+      # +ending+ (above), the instants of its +renewals+, +takeover+, whether it took over another owner's
+      # expired lease, and +earlier+, whether it was granted before the first event (+from+ is that event's instant).
+      Bar = Data.define(:owner, :token, :slot, :from, :to, :ending, :renewals, :takeover, :earlier)
       # A write (+:write_accepted+, +:write_refused+) or a refused request (+:refused+) at +at+, on +owner+'s lane
       # (for a write, the owner its token was granted to; nil when the token's grant is not among the events).
       Mark = Data.define(:kind, :at, :owner, :token, :slot, :reason, :highest, :event_id)
@@ -71,10 +75,25 @@ module LeaseMachines
           ending, at = ended_by(previous, event)
           finish(previous, at, ending)
         end
-        bar = { owner: event.owner, token: event.token, slot: event.slot, from: event.at, to: nil, ending: nil,
-                renewals: [], takeover: event.takeover?, expires_at: event.expires_at }
+        start(event, from: event.at, takeover: event.takeover?, earlier: false)
+      end
+
+      # A bar for +event+'s lease, from +from+, open in its slot.
+      def start(event, from:, takeover:, earlier:)
+        bar = { owner: event.owner, token: event.token, slot: event.slot, from: from, to: nil, ending: nil,
+                renewals: [], takeover: takeover, earlier: earlier, expires_at: event.expires_at }
         @bars << bar
         @open[event.slot] = @granted[[event.slot, event.token]] = bar
+      end
+
+      # The bar of +event+'s token: its grant's; or, for a token whose grant is older than the events, a bar from the
+      # first event, when its slot has none open (nil otherwise: such a token's lease had already moved on).
+      def granted(event)
+        bar = @granted[[event.slot, event.token]]
+        return bar if bar
+        return nil unless @open[event.slot].nil? && event.owner
+
+        start(event, from: @events.first.at, takeover: false, earlier: true)
       end
 
       # How +event+, a grant in +bar+'s slot, ended +bar+: a transfer at once; a takeover at the expiry of the lease
@@ -89,14 +108,14 @@ module LeaseMachines
       end
 
       def renew(event)
-        bar = @granted[[event.slot, event.token]] or return
+        bar = granted(event) or return
 
         bar[:renewals] << event.at
         bar[:expires_at] = event.expires_at
       end
 
       def stop(event)
-        bar = @granted[[event.slot, event.token]] || @open[event.slot] or return
+        bar = granted(event) || @open[event.slot] or return
         return unless bar[:to].nil?
 
         @open.delete(event.slot) if @open[event.slot].equal?(bar)

@@ -3,11 +3,12 @@
 module LeaseMachines
   class Web
     # A Timeline as an SVG image, inline on a resource's page and served alone at /resource.svg: a time axis (UTC)
-    # across the top, a lane per owner, each grant a bar labeled with its token (and "took over" for a takeover),
-    # its end named (expired, released, revoked, transferred, reacquired), renewals as ticks on it, accepted writes
-    # as small green dots and refused writes as red crosses labeled with their token, refused requests as grey
-    # diamonds. Every element has a <title> (the tooltip) and data- attributes naming what it shows. Colours are
-    # presentation attributes, so the image looks the same without the page's stylesheet.
+    # across the top, a lane per owner, each grant a bar labeled with its token (and "took over" for a takeover,
+    # "granted earlier" for one older than the events), its end named (expired, released, revoked, transferred,
+    # reacquired), renewals as ticks on it, accepted writes as small green dots and refused writes as red crosses
+    # labeled with their token, refused requests as grey diamonds. Every element has a <title> (the tooltip) and data-
+    # attributes naming what it shows. Colours are presentation attributes, so the image looks the same without the
+    # page's stylesheet.
     class TimelineSvg
       WIDTH = 960
       LEFT = 130
@@ -15,7 +16,7 @@ module LeaseMachines
       TOP = 48
       LANE = 52
       BAR = 16
-      # Tick steps, Float seconds: the first that puts at most 8 ticks on the axis.
+      # Tick steps, Float seconds: the first that puts at most 8 ticks on the axis (#axis).
       STEPS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900,
                1800, 3600, 7200, 10_800, 21_600, 43_200, 86_400, 172_800, 604_800, 2_592_000, 31_536_000].freeze
       ENDINGS = { expired: "expired", released: "released", revoked: "revoked", transferred: "transferred",
@@ -43,13 +44,25 @@ module LeaseMachines
 
       private
 
-      # The span with a margin each side (more on the right, for the labels at the bars' ends).
+      # The span with a margin each side (more on the right, for the labels at the bars' ends), never empty, so that
+      # #x never divides by zero: at least a millisecond wide, and at least a few steps of the Floats there (at 1e17 s
+      # they are 16 s apart: a millisecond's margin would leave the span a single instant). A span whose ends or width
+      # are not finite is drawn as the first second of the epoch, everything at one end of the axis or the other.
       def padded(from, to)
-        width = [to - from, 1e-3].max
-        [from - (width * 0.03), to + (width * 0.12)]
+        return [0.0, 1.0] unless from.finite? && to.finite?
+
+        width = [to - from, 1e-3, [from.abs, to.abs].max * Float::EPSILON * 8].max
+        low = from - (width * 0.03)
+        high = to + (width * 0.12)
+        low.finite? && high.finite? && low < high ? [low, high] : [0.0, 1.0]
       end
 
-      def x(at) = (LEFT + ((at - @from) / (@to - @from) * (WIDTH - LEFT - RIGHT))).clamp(LEFT, WIDTH - RIGHT).round(1)
+      # The x of +at+ on the axis, clamped to it; an instant the scale cannot place (NaN) at its left end.
+      def x(at)
+        share = (at - @from) / (@to - @from)
+        share = 0.0 if share.nan?
+        (LEFT + (share * (WIDTH - LEFT - RIGHT))).clamp(LEFT, WIDTH - RIGHT).round(1)
+      end
 
       def middle(owner) = TOP + (@lanes.index(owner) * LANE) + (LANE / 2)
 
@@ -61,8 +74,10 @@ module LeaseMachines
         text("UTC · #{View.time(span&.first)} to #{View.time(span&.last)}", class: "caption", x: 8, y: 16, fill: GREY)
       end
 
+      # The ticks, a step apart: never a step finer than the Floats there, which could not tell its ticks apart.
       def axis(height)
-        step = STEPS.find { (@to - @from) / _1 <= 8 } || STEPS.last
+        fine = [@from.abs, @to.abs].max * Float::EPSILON
+        step = STEPS.find { _1 >= fine && (@to - @from) / _1 <= 8 } || STEPS.last
         first = (@from / step).ceil * step
         ticks = (0..8).map { first + (_1 * step) }.select { _1 <= @to }
         ticks.map do |at|
@@ -102,18 +117,23 @@ module LeaseMachines
           title(bar_title(bar)),
           @v.tag("rect", class: "bar", x: left, y: top, width: (right - left).round(1), height: BAR, rx: 3,
                          fill: bar.ending == :open ? "#5b9bd5" : "#2f6fb0"),
-          text("token #{bar.token}#{" · took over" if bar.takeover}", class: "bar-label", x: left, y: top - 4,
-                                                                         fill: "#1d2329"),
+          text(bar_label(bar), class: "bar-label", x: left, y: top - 4, fill: "#1d2329"),
           text(ending, class: "bar-end", x: right, y: y + (BAR / 2) + 13, "text-anchor": "end", fill: GREY),
           *bar.renewals.map { renewal(_1, y) }
         ]
         @v.tag("g", { class: "grant", "data-owner": bar.owner, "data-token": bar.token, "data-slot": bar.slot,
-                      "data-ending": bar.ending, "data-from": bar.from, "data-to": bar.to }, "\n#{parts.join("\n")}\n")
+                      "data-ending": bar.ending, "data-from": bar.from, "data-to": bar.to,
+                      "data-earlier": (true if bar.earlier) }, "\n#{parts.join("\n")}\n")
+      end
+
+      def bar_label(bar)
+        "token #{bar.token}#{" · took over" if bar.takeover}#{" · granted earlier" if bar.earlier}"
       end
 
       def bar_title(bar)
+        from = bar.earlier ? "granted before #{View.time(bar.from)}" : View.time(bar.from)
         "token #{bar.token} to owner #{bar.owner}#{" (slot #{bar.slot})" if bar.slot.positive?}: " \
-          "#{View.time(bar.from)} to #{View.time(bar.to)}, #{ENDINGS.fetch(bar.ending)}"
+          "#{from} to #{View.time(bar.to)}, #{ENDINGS.fetch(bar.ending)}"
       end
 
       def renewal(at, y)

@@ -89,6 +89,22 @@ module LeaseMachines
       before
     end
 
+    # Takes event +id+'s row out of the log, as though its transaction had not committed yet (on PostgreSQL an
+    # event's id is taken when it is written, and a fenced write inside an application's transaction commits later);
+    # returns a lambda that puts it back, as the commit would.
+    def hold_back_event(id)
+      row = nil
+      SQLite3::Database.new(@path) do |db|
+        row = db.execute("SELECT * FROM lease_machines_events WHERE id = ?", [id]).first
+        db.execute("DELETE FROM lease_machines_events WHERE id = ?", [id])
+      end
+      lambda do
+        SQLite3::Database.new(@path) do |db|
+          db.execute("INSERT INTO lease_machines_events VALUES (#{(["?"] * row.size).join(", ")})", row)
+        end
+      end
+    end
+
     def body = last_response.body
     def status = last_response.status
 
