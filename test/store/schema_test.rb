@@ -79,6 +79,22 @@ class StoreSchemaTest < Minitest::Test
     assert_raises(TypeError) { LeaseMachines::Store.new(@path, migrate: "no") }
   end
 
+  # The event log's retention is a trigger of each store's own connection (TEMP): nothing of it is in the file, and
+  # two stores on one file prune each by its own keep_events.
+  def test_retention_lives_in_each_connection_not_in_the_file
+    tight = LeaseMachines::Store.new(@path, keep_events: 2)
+    loose = LeaseMachines::Store.new(@path, keep_events: 50)
+    4.times { |n| tight.renew(resource: "t", owner: 1, token: 1, ttl: 1.0, now: n.to_f) }
+    4.times { |n| loose.renew(resource: "l", owner: 1, token: 1, ttl: 1.0, now: n.to_f) }
+    assert_equal [2, 4], [tight.events(resource: "t").size, tight.events(resource: "l").size]
+    assert_empty tight.database.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+    assert_equal [["lease_machines_prune_events"]],
+                 tight.database.execute("SELECT name FROM sqlite_temp_master WHERE type = 'trigger'")
+  ensure
+    tight&.close
+    loose&.close
+  end
+
   def refused_at_open_with(database, **options)
     assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(database, **options) }
   end

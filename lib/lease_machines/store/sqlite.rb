@@ -64,22 +64,35 @@ module LeaseMachines
       SQL
       EVENT_COLUMNS = "kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, " \
                       "replaced_expires_at, highest"
-      # The lease's next event, numbered after its newest (seq), in one statement.
+      # The lease's next event, numbered after its newest (seq), in one statement; RETENTION's trigger prunes.
       LOG_EVENT = <<~SQL.freeze
         INSERT INTO lease_machines_events (resource, slot, seq, #{EVENT_COLUMNS})
         SELECT ?1, ?2, coalesce(max(seq), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13
         FROM lease_machines_events WHERE resource = ?1 AND slot = ?2
-        RETURNING seq
       SQL
-      # Retention, in constant work per event: the lease's event that falls out of its newest keep_events (the one
-      # numbered ?3, found by the lease's index), and of the log's two oldest events those before ?4 (which also
-      # takes, in time, what a lowered keep_events left).
-      PRUNE_EVENTS = <<~SQL.freeze
-        DELETE FROM lease_machines_events WHERE id IN (
-          SELECT id FROM lease_machines_events WHERE resource = ?1 AND slot = ?2 AND seq = ?3
-          UNION ALL
-          SELECT id FROM (SELECT id, at FROM lease_machines_events ORDER BY id LIMIT 2) WHERE at < ?4)
+      # Retention, in constant work per event, by a trigger of this connection's own (TEMP: it and the settings it
+      # reads live and die with the connection, and are nothing the database file keeps), so that logging an event
+      # is one statement: the lease's event that falls out of its newest keep_events (found by the lease's index),
+      # and of the log's two oldest events those more than max_age seconds before the new one (which also takes, in
+      # time, what a lowered keep_events left).
+      RETENTION = <<~SQL.freeze
+        CREATE TEMP TABLE IF NOT EXISTS lease_machines_retention (
+          id          INTEGER PRIMARY KEY CHECK (id = 1),
+          keep_events INTEGER NOT NULL,
+          max_age     REAL    NOT NULL
+        );
+        CREATE TEMP TRIGGER IF NOT EXISTS lease_machines_prune_events AFTER INSERT ON main.lease_machines_events
+        BEGIN
+          DELETE FROM lease_machines_events WHERE id IN (
+            SELECT id FROM lease_machines_events WHERE resource = NEW.resource AND slot = NEW.slot
+            AND seq = NEW.seq - (SELECT keep_events FROM temp.lease_machines_retention)
+            UNION ALL
+            SELECT id FROM (SELECT id, at FROM lease_machines_events ORDER BY id LIMIT 2)
+            WHERE at < NEW.at - (SELECT max_age FROM temp.lease_machines_retention));
+        END;
       SQL
+      SET_RETENTION = "INSERT INTO temp.lease_machines_retention (id, keep_events, max_age) VALUES (1, ?, ?) " \
+                      "ON CONFLICT (id) DO UPDATE SET keep_events = excluded.keep_events, max_age = excluded.max_age"
       READ_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events WHERE id > ? " \
                     "ORDER BY id LIMIT ?"
       READ_RESOURCE_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events " \
@@ -117,7 +130,7 @@ module LeaseMachines
       # The savepoint that marks a transaction as the store's own.
       OWN = "lease_machines_own"
       private_constant :LEASE_COLUMNS, :READ_LEASE, :WRITE_LEASE, :READ_FENCE, :WRITE_FENCE, :COMMIT, :OWN,
-                       :EVENT_COLUMNS, :LOG_EVENT, :PRUNE_EVENTS, :READ_EVENTS, :READ_RESOURCE_EVENTS, :CHANGES,
+                       :EVENT_COLUMNS, :LOG_EVENT, :RETENTION, :SET_RETENTION, :READ_EVENTS, :READ_RESOURCE_EVENTS, :CHANGES,
                        :READ_LATEST_EVENTS, :READ_LATEST_RESOURCE_EVENTS,
                        :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES, :READ_SLOT_LEASES, :COUNT_LEASES,
                        :COUNT_NAMED, :COUNT_FROM,
@@ -296,8 +309,8 @@ module LeaseMachines
       # How much of the event log is kept: +per_lease+ events of each lease (Integer), none older than +max_age+
       # Float seconds before the newest event's +at+.
       def retain_events(per_lease:, max_age:)
-        @keep_events = per_lease
-        @events_max_age = max_age
+        @connection.execute_batch(RETENTION)
+        step(SET_RETENTION, per_lease, max_age)
       end
 
       # Up to +limit+ events after id +after+ (of +resource+, or every resource's for nil), oldest first, each as
@@ -412,13 +425,12 @@ module LeaseMachines
 
       # Writes one event: +event+ is [kind, at, owner, token, expires_at, revision, reason, replaced_owner,
       # replaced_token, replaced_expires_at] (the extension's) with the fenced write's mark appended, or nil; then
-      # prunes, in constant work (see PRUNE_EVENTS).
+      # the connection's trigger prunes, in constant work (see RETENTION).
       def log_event(resource, slot, event)
         kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, replaced_expires_at,
           highest = event
-        seq = step(LOG_EVENT, resource, slot, kind, at, signed(owner), token, expires_at, revision, reason,
-                   signed(replaced_owner), replaced_token, replaced_expires_at, highest).first
-        step(PRUNE_EVENTS, resource, slot, seq - @keep_events, at - @events_max_age)
+        step(LOG_EVENT, resource, slot, kind, at, signed(owner), token, expires_at, revision, reason,
+             signed(replaced_owner), replaced_token, replaced_expires_at, highest)
       end
 
       def end_fence(savepoint) = savepoint ? @connection.execute("RELEASE #{savepoint}") : step(COMMIT)
