@@ -87,8 +87,6 @@ module StoreEventLogRules
     assert_equal store.events.map(&:id), (all + rest).map(&:id)
     assert_raises(ArgumentError) { store.events(limit: 0) }
     assert_raises(ArgumentError) { store.events(limit: 1001) }
-    assert_raises(TypeError) { store.events(after: "3") }
-    assert_raises(TypeError) { store.events(resource: 3) }
     assert_equal({ acquired: 2, renewed: 1, released: 1, refused: 1, write_accepted: 2, write_refused: 1 },
                  store.event_counts.select { |_, count| count.positive? })
   end
@@ -120,7 +118,6 @@ module StoreEventLogRules
     assert_equal [4, 1, 11.0, nil], [held.owner, held.token, held.expires_at, held.highest]
     assert_equal held.lease, held.lease_at(10.9)
     assert_nil held.lease_at(11.0), "expired at 11: the core's rule"
-    assert_raises(TypeError) { store.resources(after: "a/1") }
     assert_raises(ArgumentError) { store.resources(limit: 0) }
   end
 
@@ -142,13 +139,15 @@ module StoreEventLogRules
     assert_equal [4.0, 5.0], store.latest_events(resource: R, limit: 2).map(&:at)
     assert_equal [5.0, 7.0], store.latest_events(limit: 2).map(&:at)
     assert_raises(ArgumentError) { store.latest_events(limit: 0) }
-    assert_raises(TypeError) { store.latest_events(resource: BasicObject.new) }
   end
 
-  def test_a_basic_object_is_a_type_error_everywhere
-    [-> { store.events(resource: BasicObject.new) }, -> { store.events(after: BasicObject.new) },
-     -> { store.resources(after: BasicObject.new) }, -> { store.resources(prefix: BasicObject.new) },
-     -> { store.resource_count(prefix: BasicObject.new) }].each { assert_raises(TypeError, &_1) }
+  def test_arguments_of_another_class_are_type_errors_a_basic_object_too
+    ill_typed!
+    [-> { store.events(resource: 3) }, -> { store.events(after: "3") }, -> { store.resources(after: "a/1") },
+     -> { store.events(resource: BasicObject.new) }, -> { store.events(after: BasicObject.new) },
+     -> { store.latest_events(resource: BasicObject.new) }, -> { store.resources(after: BasicObject.new) },
+     -> { store.resources(prefix: BasicObject.new) }, -> { store.resource_count(prefix: BasicObject.new) }]
+      .each { assert_raises(TypeError, &_1) }
   end
 
   def test_revoke_ends_the_live_lease_whoever_holds_it_and_fences_its_token

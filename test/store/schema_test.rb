@@ -76,7 +76,12 @@ class StoreSchemaTest < Minitest::Test
     assert_empty SQLite3::Database.new(empty).execute("SELECT name FROM sqlite_master")
     LeaseMachines::Store.new(@path).close # upgraded by one that may
     LeaseMachines::Store.new(@path, migrate: false).close
-    assert_raises(TypeError) { LeaseMachines::Store.new(@path, migrate: "no") }
+  end
+
+  def test_migrate_is_true_or_false
+    ill_typed!
+    error = assert_raises(TypeError) { LeaseMachines::Store.new(@path, migrate: "no") }
+    assert_equal 'migrate must be true or false, got "no"', error.message
   end
 
   # The event log's retention is a trigger of each store's own connection (TEMP): nothing of it is in the file, and
