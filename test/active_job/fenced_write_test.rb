@@ -85,6 +85,37 @@ class ActiveJobFencedWriteTest < Minitest::Test
     assert_equal 2, other_store.fence_highest(resource: resource)
     assert_equal [[:refused, 2]], events_named(:fenced_write).map { [_1[:outcome], _1[:highest]] }
     assert_equal [:fenced], events_named(:lost).map { _1[:reason] }
+    # The refusal rolled back with the job's transaction, and is logged once it has: the dashboard shows it.
+    refusals = other_store.events(resource: resource).select { _1.kind == :write_refused }
+    assert_equal [[1, :stale_token, 2]], refusals.map { [_1.token, _1.reason, _1.highest] }
+  end
+
+  def test_a_refused_write_without_a_transaction_of_the_applications_is_logged_once
+    writer_job do |job|
+      clock.advance(31.0)
+      other_store.acquire(resource: resource, owner: 999, ttl: 30.0)
+      assert_raises(LeaseMachines::Fenced) { job.lease.fenced { Report.create!(body: "stale") } }
+    end.perform_now("acme")
+
+    assert_empty Report.all
+    kinds = other_store.events(resource: resource).map(&:kind)
+    assert_equal 1, kinds.count(:write_refused), kinds.inspect
+  end
+
+  def test_a_refusal_the_application_rescues_and_commits_past_is_logged_once
+    writer_job do |job|
+      clock.advance(31.0)
+      other_store.acquire(resource: resource, owner: 999, ttl: 30.0)
+      Report.transaction do
+        Report.create!(body: "kept")
+        job.lease.fenced { Report.create!(body: "stale") }
+      rescue LeaseMachines::Fenced
+        nil # the application goes on, and commits what it wrote outside the fence
+      end
+    end.perform_now("acme")
+
+    assert_equal ["kept"], Report.pluck(:body)
+    assert_equal 1, other_store.events(resource: resource).count { _1.kind == :write_refused }
   end
 
   def test_a_committed_fenced_transaction_enqueues_its_jobs

@@ -44,10 +44,28 @@ module LeaseMachines
             # The block ended the transaction itself (COMMIT, ROLLBACK): the fence's StoreError says so, rather than
             # ActiveRecord's failure to close a transaction that is gone.
             raise failure || e
+          rescue Fenced
+            log_refusal(connection, store, resource, token, slot)
+            raise
           ensure
             payload[:committed] = transaction&.state&.committed? || false
           end
         end
+      end
+
+      # The refused write's event went into the transaction the refusal rolls back (Fenced raises through it): once
+      # that has rolled back, the store logs the refusal again in a transaction of its own, so that the event log
+      # (and the dashboard) shows the job's stale write. It is the same check, refused again: a refused token never
+      # becomes the live lease's. A transaction that commits despite the refusal (the application rescued Fenced)
+      # keeps the event it joined, and nothing more is logged.
+      def log_refusal(connection, store, resource, token, slot)
+        unless connection.transaction_open?
+          return store.fenced(resource: resource, token: token, slot: slot) { nil }
+        end
+
+        connection.current_transaction.after_rollback { log_refusal(connection, store, resource, token, slot) }
+      rescue Fenced, StoreError
+        nil # refused again, and logged; or the store cannot log it now, and the job's own refusal stands
       end
 
       # Whether +connection+'s open transaction holds +resource+'s lease row (see HELD).
