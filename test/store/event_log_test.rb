@@ -167,25 +167,14 @@ end
 
 class StoreEventLogTest < Minitest::Test
   include StoreEventLogRules
-
-  def setup
-    requires_sqlite3!
-    @path = File.join(scratch_dir("lease-events"), "leases.sqlite3")
-  end
-
-  def database = @path
+  include LeaseMachines::TestSupport::StoreRules::OnSQLite
 
   def tamper(sql) = store.database.execute(sql)
 end
 
 class StoreEventLogPostgreSQLTest < Minitest::Test
   include StoreEventLogRules
-
-  def setup
-    @url = fresh_postgres_schema_url
-  end
-
-  def database = @url
+  include LeaseMachines::TestSupport::StoreRules::OnPostgreSQL
 
   def tamper(sql) = store.database.exec(sql)
 

@@ -128,23 +128,12 @@ end
 
 class StoreSemaphoreTest < Minitest::Test
   include StoreSemaphoreRules
-
-  def setup
-    requires_sqlite3!
-    @path = File.join(scratch_dir("lease-semaphore"), "leases.sqlite3")
-  end
-
-  def database = @path
+  include LeaseMachines::TestSupport::StoreRules::OnSQLite
 end
 
 class StoreSemaphorePostgreSQLTest < Minitest::Test
   include StoreSemaphoreRules
-
-  def setup
-    @url = fresh_postgres_schema_url
-  end
-
-  def database = @url
+  include LeaseMachines::TestSupport::StoreRules::OnPostgreSQL
 
   # Every slot request on a resource locks its slot rows (slot 0's first) in one round trip, and commits in a
   # second: the budget of a single lease.

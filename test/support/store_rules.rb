@@ -3,7 +3,7 @@
 module LeaseMachines
   module TestSupport
     # What a test module run on both stores shares: the including class says where its database is (#database:
-    # a SQLite path or a PostgreSQL URL); #open_store opens a Store on it, closed after the test; #store is the
+    # a SQLite path or a PostgreSQL URL; OnSQLite and OnPostgreSQL give a fresh one); #open_store opens a Store on it, closed after the test; #store is the
     # test's first.
     module StoreRules
       def teardown
@@ -14,6 +14,27 @@ module LeaseMachines
       def store = @store ||= open_store
 
       def open_store(**options) = LeaseMachines::Store.new(database, **options).tap { (@stores ||= []) << _1 }
+
+      # The rules on a fresh SQLite file (a class includes its rules module, then this).
+      module OnSQLite
+        def setup
+          super
+          requires_sqlite3!
+          @database = File.join(scratch_dir("lease-store"), "leases.sqlite3")
+        end
+
+        def database = @database
+      end
+
+      # The rules on a fresh schema of the suite's PostgreSQL cluster.
+      module OnPostgreSQL
+        def setup
+          super
+          @database = fresh_postgres_schema_url
+        end
+
+        def database = @database
+      end
     end
   end
 end
