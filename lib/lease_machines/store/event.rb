@@ -23,8 +23,11 @@ module LeaseMachines
     # - +highest+: a fenced write's fence mark, else nil.
     Event = Data.define(:id, :resource, :slot, :kind, :at, :owner, :token, :expires_at, :revision, :reason,
                         :replaced, :highest) do
-      # The accepted changes, in the order a lease goes through them.
-      const_set(:CHANGES, %i[acquired reacquired renewed released transferred revoked].freeze)
+      # The accepted changes, in the order a lease goes through them: the core's kinds of change
+      # (LeaseMachines::Event.kinds), but reaped, which no store does, and with revoked, an operator's release.
+      const_set(:CHANGES, (LeaseMachines::Event.kinds - %i[reaped] + %i[revoked]).freeze)
+      # The same, as the SQL list of the kind column's values the adapters read the audit's events by.
+      const_set(:CHANGES_SQL, self::CHANGES.map { "'#{_1}'" }.join(", ").freeze)
       # Every kind an event has.
       const_set(:KINDS, (self::CHANGES + %i[refused write_accepted write_refused]).freeze)
 

@@ -123,8 +123,8 @@ module LeaseMachines
                                     "lease_machines_events WHERE resource = $1 ORDER BY id DESC LIMIT $2) newest " \
                                     "ORDER BY id"
       READ_CHANGES = "SELECT id, resource, slot, kind, at, owner, token, expires_at, revision, replaced_owner, " \
-                     "replaced_token, replaced_expires_at FROM lease_machines_events WHERE kind IN ('acquired', " \
-                     "'reacquired', 'renewed', 'released', 'transferred', 'revoked') ORDER BY id"
+                     "replaced_token, replaced_expires_at FROM lease_machines_events " \
+                     "WHERE kind IN (#{Event::CHANGES_SQL}) ORDER BY id".freeze
       COUNT_EVENTS = "SELECT kind, count(*) FROM lease_machines_events GROUP BY kind ORDER BY kind"
       LEASE_PAGE_COLUMNS = "owner, token, expires_at, last_issued, observed, revision, highest"
       # A keyset page in the database's own order of text (its collation's, which the primary keys' indexes follow):
@@ -405,7 +405,9 @@ module LeaseMachines
       end
 
       # The accepted changes of the whole log, oldest first, as the extension's store audit reads them.
-      def changes = binary_rows(READ_CHANGES, []).each { |change| change[5], change[9] = unsigned(change[5]), unsigned(change[9]) }
+      def changes
+        binary_rows(READ_CHANGES, []).each { |change| change[5], change[9] = unsigned(change[5]), unsigned(change[9]) }
+      end
 
       # How many events of each kind the log keeps, as [kind, count] rows.
       def event_counts = binary_rows(COUNT_EVENTS, [])

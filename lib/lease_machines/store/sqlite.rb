@@ -101,10 +101,9 @@ module LeaseMachines
                            "ORDER BY id DESC LIMIT ?) ORDER BY id"
       READ_LATEST_RESOURCE_EVENTS = "SELECT * FROM (SELECT id, resource, slot, #{EVENT_COLUMNS} FROM " \
                                     "lease_machines_events WHERE resource = ? ORDER BY id DESC LIMIT ?) ORDER BY id"
-      CHANGES = "'acquired', 'reacquired', 'renewed', 'released', 'transferred', 'revoked'"
       READ_CHANGES = "SELECT id, resource, slot, kind, at, owner, token, expires_at, revision, replaced_owner, " \
-                     "replaced_token, replaced_expires_at FROM lease_machines_events WHERE kind IN (#{CHANGES}) " \
-                     "ORDER BY id".freeze
+                     "replaced_token, replaced_expires_at FROM lease_machines_events " \
+                     "WHERE kind IN (#{Event::CHANGES_SQL}) ORDER BY id".freeze
       COUNT_EVENTS = "SELECT kind, count(*) FROM lease_machines_events GROUP BY kind ORDER BY kind"
       LEASE_PAGE_COLUMNS = "owner, token, expires_at, last_issued, observed, revision, highest"
       READ_LEASES = <<~SQL.freeze
@@ -130,7 +129,7 @@ module LeaseMachines
       # The savepoint that marks a transaction as the store's own.
       OWN = "lease_machines_own"
       private_constant :LEASE_COLUMNS, :READ_LEASE, :WRITE_LEASE, :READ_FENCE, :WRITE_FENCE, :COMMIT, :OWN,
-                       :EVENT_COLUMNS, :LOG_EVENT, :RETENTION, :SET_RETENTION, :READ_EVENTS, :READ_RESOURCE_EVENTS, :CHANGES,
+                       :EVENT_COLUMNS, :LOG_EVENT, :RETENTION, :SET_RETENTION, :READ_EVENTS, :READ_RESOURCE_EVENTS,
                        :READ_LATEST_EVENTS, :READ_LATEST_RESOURCE_EVENTS,
                        :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES, :READ_SLOT_LEASES, :COUNT_LEASES,
                        :COUNT_NAMED, :COUNT_FROM,
