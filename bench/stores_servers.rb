@@ -4,66 +4,20 @@ require "fileutils"
 require "open3"
 require "socket"
 require_relative "../examples/support/hosts"
+require_relative "../examples/support/redis_server"
 
 module Bench
   module Stores
     # Why a server or a link could not be had: the rows that need it are skipped, with this message.
     class Unavailable < StandardError; end
 
-    # A throwaway redis-server (Debian 12's, which bin/setup installs) on a free port of 127.0.0.1, with no
-    # persistence at all (--save "" --appendonly no), its files in its own directory; stopped by #stop.
-    class RedisServer
-      BINARY = "redis-server"
-
-      attr_reader :port, :version
-
-      def initialize(dir)
-        @dir = dir
-      end
-
+    # The throwaway redis-server of examples/support/redis_server.rb (no persistence at all: --save "" --appendonly
+    # no), whose failure to start skips the rows that need it.
+    class RedisServer < ::RedisServer
       def start
-        binary = ENV.fetch("PATH", "").split(File::PATH_SEPARATOR).map { File.join(_1, BINARY) }
-                    .find { File.executable?(_1) }
-        unless binary
-          raise Unavailable, "no #{BINARY} on PATH (Debian 12's redis-server package, which bin/setup installs)"
-        end
-
-        FileUtils.mkdir_p(@dir)
-        @port = Stores.free_port
-        @log = File.join(@dir, "redis.log")
-        @pid = Process.spawn(binary, "--port", @port.to_s, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", @dir, "--logfile", @log, "--daemonize", "no", in: File::NULL, out: File::NULL,
-                             err: File::NULL)
-        @version = wait_until_ready
-        self
-      end
-
-      def client = RedisClient.config(host: "127.0.0.1", port: @port).new_client
-
-      def stop
-        return unless @pid
-
-        Process.kill("TERM", @pid)
-        Process.wait(@pid)
-        @pid = nil
-      rescue Errno::ESRCH, Errno::ECHILD
-        @pid = nil
-      end
-
-      private
-
-      def wait_until_ready
-        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
-        begin
-          client.then { |c| c.call("INFO", "server")[/redis_version:(\S+)/, 1].tap { c.close } }
-        rescue RedisClient::ConnectionError
-          log = File.file?(@log) ? File.read(@log).lines.last(5).join : ""
-          raise Unavailable, "redis-server did not answer on port #{@port}: #{log}" \
-            if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-
-          sleep 0.05
-          retry
-        end
+        super
+      rescue ::RedisServer::Error => e
+        raise Unavailable, e.message
       end
     end
 
@@ -141,10 +95,5 @@ module Bench
         raise Unavailable, "tc could not add netem's delay (#{out.strip})" unless status.success?
       end
     end
-
-    module_function
-
-    # A port that was free a moment ago on 127.0.0.1 (the kernel's pick for a socket bound to port 0, closed again).
-    def free_port = Addrinfo.tcp("127.0.0.1", 0).bind { |socket| socket.local_address.ip_port }
   end
 end

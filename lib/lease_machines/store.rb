@@ -7,6 +7,7 @@ require_relative "store/event"
 require_relative "store/resource_state"
 require_relative "store/sqlite"
 require_relative "store/postgresql"
+require_relative "store/redis"
 
 module LeaseMachines
   # A durable authority over a database, keeping the core's persistence contract, on SQLite (one machine) or
@@ -47,6 +48,10 @@ module LeaseMachines
     WALL_CLOCK = -> { Process.clock_gettime(Process::CLOCK_REALTIME) }
     # Both databases' integers are signed 64-bit: the store refuses to issue tokens above this.
     MAX_TOKEN = SQLite::MAX_INTEGER
+    # What an optimistic adapter's close answers (Store::Redis, whose commit is a compare-and-set) when the row changed
+    # since its open read it: nothing was written, and the request is decided again on the row as it is now.
+    CONFLICT = Object.new.freeze
+    private_constant :CONFLICT
     # How many events of each lease (a resource's, or one slot's of its semaphore) the event log keeps by default.
     KEEP_EVENTS = 1000
     # How old, in Float seconds before the newest event, the oldest kept event may be by default (7 days).
@@ -64,6 +69,9 @@ module LeaseMachines
     #   own connection, so that #fenced writes land in your tables, in your transaction when one is open).
     # - PostgreSQL: a +postgres://+ or +postgresql://+ URL, or an open PG::Connection (your application's own, for
     #   the same reason). Requires the pg gem.
+    # - Redis: a +redis://+ or +rediss://+ URL, or an open RedisClient (see Store::Redis, which takes the options
+    #   +strict:+, +wait:+, +wait_timeout:+ and +fence:+ in +redis_options+; the SQL stores refuse them). Requires the
+    #   redis-client gem.
     #
     # +busy_timeout+ is how long, in Float seconds (0 to about 24 days), a request waits for another transaction's
     # lock before raising StoreError (SQLite's busy timeout; PostgreSQL's lock_timeout, set for the request's
@@ -87,7 +95,7 @@ module LeaseMachines
     # Raises TypeError or ArgumentError for a bad argument, StoreError when the database cannot be reached, opened
     # or set up, or holds tables of another shape or schema format.
     def initialize(database, busy_timeout: nil, clock: nil, clock_policy: :clamp, keep_events: KEEP_EVENTS,
-                   events_max_age: EVENTS_MAX_AGE, migrate: true)
+                   events_max_age: EVENTS_MAX_AGE, migrate: true, **redis_options)
       Authority.new(clock_policy: clock_policy) # refuse a bad policy now, not at the first request
       unless clock.nil? || KERNEL_RESPOND_TO.bind_call(clock, :call)
         raise TypeError, "clock must respond to call, got #{LeaseMachines.shown(clock)}"
@@ -95,12 +103,15 @@ module LeaseMachines
       Store.retention!(keep_events, events_max_age)
       raise TypeError, "migrate must be true or false, got #{LeaseMachines.shown(migrate)}" unless [true, false].include?(migrate)
 
-      adapter = PostgreSQL.accepts?(database) ? PostgreSQL : SQLite
-      @clock = clock || (adapter == PostgreSQL ? nil : WALL_CLOCK)
+      adapter = [Redis, PostgreSQL].find { _1.accepts?(database) } || SQLite
+      unless redis_options.empty? || adapter == Redis
+        raise ArgumentError, "only a Redis store takes #{redis_options.keys.map { "#{_1}:" }.join(", ")}"
+      end
+      @clock = clock || (adapter == SQLite ? WALL_CLOCK : nil)
       @clock_policy = clock_policy
       initialize_claim
       begin
-        @adapter = adapter.new(database, busy_timeout: busy_timeout, migrate: migrate)
+        @adapter = adapter.new(database, busy_timeout: busy_timeout, migrate: migrate, **redis_options)
       rescue *adapter.errors => e
         raise StoreError, "cannot open the lease store at #{adapter.describe(database)}: #{adapter.message(e)}"
       end
@@ -128,8 +139,12 @@ module LeaseMachines
     # use the block's argument).
     def database = @adapter.connection
 
-    # Which database the store is on: +:sqlite+ or +:postgresql+.
+    # Which database the store is on: +:sqlite+, +:postgresql+ or +:redis+.
     def adapter_name = @adapter.class.adapter_name
+
+    # What a Redis server promises of a committed decision (Store::Redis::Durability, read when the store opened);
+    # nil for SQLite and PostgreSQL, which commit durably (synchronous FULL, synchronous_commit on).
+    def durability = @adapter.respond_to?(:durability) ? @adapter.durability : nil
 
     def close = @adapter.close
 
@@ -380,8 +395,10 @@ module LeaseMachines
     # names the slot it was made in, and a lease it carries is answered as a SlotLease.
     def decide(resource, now, kind, args, slots: false)
       name = resource_name(resource)
+      clock = now.nil? && @clock.nil?
       critical do
         held = committed = false
+        decision = slot = nil
         begin
           row, at = guarded do
             recover
@@ -392,20 +409,24 @@ module LeaseMachines
             held = true # before the claim: whatever lands after this reaches the ensure below
             take(:own)
             @deciding = true
-            clock = now.nil? && @clock.nil?
-            storage { slots ? @adapter.open_slots(name, clock: clock) : @adapter.open_request(name, clock: clock) }
+            storage { open_rows(name, slots, clock) }
           end
-          if slots
-            decision, slot, write, event = LeaseMachines.__send__(:_store_decide_slots, path, name, kind, args,
-                                                                  instant(now, at), @clock_policy, row)
-          else
-            decision, write, event = LeaseMachines.__send__(:_store_decide, path, name, row, kind, args,
-                                                            instant(now, at), @clock_policy)
-          end
-          fits!(write) if write
-          logged!(event)
-          storage do
-            slots ? @adapter.close_slots(name, slot, write, event) : @adapter.close_request(name, write, event)
+          loop do
+            if slots
+              decision, slot, write, event = LeaseMachines.__send__(:_store_decide_slots, path, name, kind, args,
+                                                                    instant(now, at), @clock_policy, row)
+            else
+              decision, write, event = LeaseMachines.__send__(:_store_decide, path, name, row, kind, args,
+                                                              instant(now, at), @clock_policy)
+            end
+            fits!(write) if write
+            logged!(event)
+            closed = storage do
+              slots ? @adapter.close_slots(name, slot, write, event) : @adapter.close_request(name, write, event)
+            end
+            break unless closed.equal?(CONFLICT)
+
+            row, at = storage { open_rows(name, slots, clock) } # decided again on the row as it is now
           end
           committed = true
           slots ? in_slot(decision, slot) : decision
@@ -413,6 +434,11 @@ module LeaseMachines
           end_claim(committed: committed) if held
         end
       end
+    end
+
+    # A decision's open: the resource's row (every slot row, with +slots+) read, with the database's clock if +clock+.
+    def open_rows(name, slots, clock)
+      slots ? @adapter.open_slots(name, clock: clock) : @adapter.open_request(name, clock: clock)
     end
 
     # The request's instant: the caller's +now+, else the database's clock reading +at+, else the store's clock.

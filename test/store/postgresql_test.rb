@@ -4,11 +4,14 @@ require "test_helper"
 require "securerandom"
 require "socket"
 require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
+require "support/store_authority_rules"
 
 # The store on PostgreSQL, against a throwaway cluster the suite starts itself: the same decisions as the in-memory
 # authority for the same random requests, the database's clock, the round trips each request costs (counted on the
 # connection), bounded lock waits, the fence inside the application's transaction, and bad input.
 class StorePostgreSQLTest < Minitest::Test
+  include LeaseMachines::TestSupport::StoreAuthorityRules
+
   R = "nightly-report"
 
   # Counts the round trips a connection makes: each pipeline sync and each statement run on its own.
@@ -66,47 +69,7 @@ class StorePostgreSQLTest < Minitest::Test
   end
 
   def test_the_same_random_requests_get_the_same_decisions_as_the_authority
-    stores = [open_store, open_store(connection)] # two connections, one history
-    random = Random.new(Integer(ENV.fetch("SEED", 27)))
-    authorities = Hash.new { |hash, key| hash[key] = LeaseMachines::Authority.new(clock_policy: :clamp) }
-    tokens = Hash.new { |hash, key| hash[key] = [0] }
-    now = 1_000.0
-    iterations(600).times do |step|
-      resource = %w[a b c].sample(random: random)
-      owner = random.rand(3)
-      token = tokens[resource].sample(random: random) + random.rand(2)
-      ttl = [0.0, 0.5, 2.0, 5.0].sample(random: random)
-      now += [-1.0, 0.0, 0.25, 1.0, 3.0].sample(random: random)
-      kind = %i[acquire reacquire renew release transfer].sample(random: random)
-      args = { resource: resource, owner: owner, now: now }
-      args.merge!(ttl: ttl) unless kind == :release
-      args.merge!(token: token) if %i[renew release transfer].include?(kind)
-      expected = authority_answer(authorities, resource, kind, args)
-      actual = stores[step % 2].public_send(kind, **args.merge(kind == :transfer ? { new_owner: (owner + 1) % 3 } : {}))
-      assert_equal expected, actual, "step #{step}: #{kind} #{args}"
-      tokens[resource] << actual.lease.token if actual.lease
-      assert_equal authorities[resource].checkpoint, stores[(step + 1) % 2].checkpoint(resource: resource)
-    end
-  end
-
-  # The authority's answer, with a transfer made of its two decisions as the store defines it: a release, then a
-  # grant to the new owner; when the grant is refused, the release is undone but for the watermark.
-  def authority_answer(authorities, resource, kind, args)
-    authority = authorities[resource]
-    args = args.except(:resource)
-    return authority.public_send(kind, **args) unless kind == :transfer
-
-    before = authority.checkpoint
-    released = authority.release(**args.except(:ttl))
-    return released unless released.released?
-
-    granted = authority.acquire(owner: (args[:owner] + 1) % 3, now: args[:now], ttl: args[:ttl])
-    return LeaseMachines::Decision.new(status: :transferred, lease: granted.lease, reason: nil) if granted.granted?
-
-    kept = LeaseMachines::Checkpoint.new(last_issued: before.last_issued, lease: before.lease,
-                                         observed: authority.observed)
-    authorities[resource] = LeaseMachines::Authority.restore(kept, clock_policy: :clamp)
-    granted
+    assert_same_decisions_as_the_authority([open_store, open_store(connection)]) # two connections, one history
   end
 
   def test_now_defaults_to_the_servers_clock_read_inside_the_request

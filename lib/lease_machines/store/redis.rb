@@ -1,0 +1,724 @@
+# frozen_string_literal: true
+
+require "digest"
+
+module LeaseMachines
+  class Store
+    # The Redis side of Store (Store.new("redis://host:port/db"), or an open RedisClient; the redis-client gem, loaded
+    # on first use). It makes no decision and knows no lease rule: a request reads the resource's hash, Store makes
+    # the one native call every store makes, and this writes back what it says. Redis 6.2 or newer.
+    #
+    # == Commit: compare-and-set by script
+    #
+    # A decision is two round trips and no connection state: the read (MULTI, HMGET of the row with the resource's
+    # +stamp+ and HGETALL of its slots for a semaphore, TIME, EXEC: the rows and the server's clock at one instant)
+    # and COMMIT (a script that applies the decision only if the +stamp+, which every write of one of the resource's
+    # rows raises, is still the one read: the row, the event and the index written together, or nothing).
+    # When the stamp moved, nothing was written and close answers Store's CONFLICT: Store decides again on the row as
+    # it is now, until +busy_timeout+ runs out (then StoreError). A refusal is checked the same way, so the event log
+    # is in the order the decisions were made on. The script compares and copies Strings; it knows no rule.
+    # Why not WATCH / MULTI / EXEC: WATCH is the connection's state, which a reconnect (or a pooled client's next
+    # checkout) silently drops, after which EXEC would write over a newer row; and the event's id, taken from a
+    # counter, is only known inside a script.
+    #
+    # == Keys
+    #
+    # Every key of a resource carries the whole name as its hash tag, with "%", "{" and "}" written as %25, %7B and
+    # %7D (any other byte, ":" included, as it is), so the tag Redis Cluster hashes is always the whole name:
+    #
+    # - +lease_machines:{NAME}:lease+: a hash, the resource's row (slot 0) as the fields owner, token, expires_at,
+    #   last_issued, observed, revision (absent when nil: a vacant lease), and +stamp+.
+    # - +lease_machines:{NAME}:slots+: a hash, the rows of its semaphore's slots above 0 as fields "SLOT:column".
+    # - +lease_machines:{NAME}:events+: a stream, its event log; each entry's id is "ID-0", ID the event's (Integer)
+    #   id from the counter below, with the event's columns as fields (nil ones left out).
+    # - +lease_machines:resources+: a sorted set of every resource's name (score 0), for #leases' pages (bytewise
+    #   order, as SQLite's) and for reading the whole log.
+    # - +lease_machines:event_ids+: the event ids' counter.
+    #
+    # No key has a TTL: a row's last_issued is the token counter, and it must never go. The last two keys are global,
+    # so they share no hash slot with a resource's: on Redis Cluster the COMMIT script would be refused (CROSSSLOT).
+    # Cluster support needs ids per resource (events of every resource merged by [at, resource, id]) and the index
+    # written by a ZADD of its own before the commit (then an index entry may name a resource without a row, which
+    # #leases already skips); it is not done.
+    #
+    # == Durability
+    #
+    # What the server promises is read once on connect (CONFIG GET, INFO replication) as #durability: a tier,
+    # +:memory+ (no AOF: a restart loses every grant since the last snapshot, and tokens are issued again),
+    # +:aof_no+, +:aof_everysec+ or +:aof_always+ (appendfsync always: on disk before it is answered), and the
+    # replicas. A maxmemory-policy other than noeviction is refused (an evicted row would reset its token counter),
+    # and so is a replica. +strict:+ refuses a tier below the one named; +wait:+ N follows every commit with WAIT N in
+    # its round trip, and raises StoreError when fewer replicas acknowledged it within +wait_timeout+ (the decision
+    # committed on the primary then, and may be lost in a failover).
+    #
+    # == The event log
+    #
+    # One event per decision, in the decision's COMMIT; each resource's stream keeps exactly its newest +keep_events+
+    # events (MAXLEN =, not ~; all its slots' together: per resource, where SQL keeps them per lease), and each COMMIT
+    # deletes its stream's
+    # two oldest events when older than +events_max_age+ before its own (per resource, where SQL prunes the whole
+    # log's two oldest). #events of every resource, #changes (the audit) and #event_counts read every resource's
+    # stream: their cost grows with the store, as SQL's scans do. Fenced writes log their events in the fence's
+    # database, with the write (see below).
+    #
+    # == The fence
+    #
+    # Redis keeps no fence: +fence:+ names the application's SQL database (an SQLite path or SQLite3::Database, a
+    # postgresql:// URL or PG::Connection), whose store tables (the SQL adapters' own) keep each resource's mark and
+    # the fenced writes' events. A fenced write opens the SQL transaction (on PostgreSQL, with a transaction-scoped
+    # advisory lock per resource, since no SQL row of the lease is there to lock), reads the mark, then reads the
+    # lease's row from Redis, and the core checks the token against both as for every store. A Redis that lost its
+    # rows (a restart without persistence, a failover to a replica that lagged) issues tokens below the mark again:
+    # every fenced write of the resource is then refused with StoreError (the mark was never issued by this Redis),
+    # the old holders' and the new ones', until its tokens pass the mark. The one hole: once the new tokens reach the
+    # mark, the new token equal to it and an old holder's equal token are admitted alike, so a Redis that can lose
+    # its rows (#durability's :memory, :aof_no, :aof_everysec) is no fence for holders that outlive a loss. Without
+    # +fence:+, #open_fence raises NotImplementedError.
+    class Redis
+      URL = %r{\Arediss?://}i
+      PREFIX = "lease_machines"
+      INDEX = "#{PREFIX}:resources".freeze
+      EVENT_IDS = "#{PREFIX}:event_ids".freeze
+      # A row's columns, in the order they cross to the extension.
+      COLUMNS = %w[owner token expires_at last_issued observed revision].freeze
+      FLOAT_COLUMNS = %w[expires_at observed].freeze
+      EVENT_FIELDS = %w[kind at owner token expires_at revision reason replaced_owner replaced_token
+                        replaced_expires_at].freeze
+      EVENT_INTEGERS = %w[slot owner token revision replaced_owner replaced_token highest].freeze
+      EVENT_FLOATS = %w[at expires_at replaced_expires_at].freeze
+      # The tiers of #durability, weakest first.
+      TIERS = %i[memory aof_no aof_everysec aof_always].freeze
+      # What each tier promises, for #durability's promise.
+      TIER_PROMISES = {
+        memory: "no AOF: a restart loses every grant since the last snapshot, and issues its tokens again",
+        aof_no: "appendfsync no: a crash of Redis loses nothing it answered, a crash of the machine what the OS " \
+                "had not written yet (up to about 30 s)",
+        aof_everysec: "appendfsync everysec: a crash of the machine can lose the last second or two of grants",
+        aof_always: "appendfsync always: every decision is on disk before it is answered"
+      }.freeze
+      # How long a request retries its compare-and-set on a resource that keeps changing, Float seconds.
+      DEFAULT_BUSY_TIMEOUT = 5.0
+      # How long WAIT waits for the replicas of +wait:+, Float seconds.
+      DEFAULT_WAIT_TIMEOUT = 1.0
+      # A client the store opens gives up on a round trip after this long, Float seconds (connect, read, write).
+      ANSWER_TIMEOUT = 5.0
+      # How many names one read of the index takes.
+      BATCH = 500
+      # The classid of the advisory lock a fence on PostgreSQL takes per resource (with hashtext(resource)).
+      FENCE_LOCK = 731_120_172
+
+      # Applies a decision made on the rows read, if the resource's stamp (KEYS[1]'s) is still ARGV[1]: the row's
+      # fields deleted and set in KEYS[2] (ARGV[6] names, ARGV[7] pairs), the stamp set to ARGV[2], the event (the
+      # pairs after those) added to the stream KEYS[3] as the next id of KEYS[4], keeping its newest ARGV[4] and
+      # deleting its two oldest if their at is below ARGV[5], and the name ARGV[3] in the index KEYS[5]. Answers the
+      # event's id, or false (nothing written). Every key's type is read before the first write, so a foreign key
+      # fails the script before it wrote anything.
+      COMMIT = <<~LUA
+        if (redis.call('HGET', KEYS[1], 'stamp') or '') ~= ARGV[1] then return false end
+        redis.call('HLEN', KEYS[2])
+        redis.call('XLEN', KEYS[3])
+        redis.call('ZCARD', KEYS[5])
+        local id = redis.call('INCR', KEYS[4])
+        local deletes, sets = tonumber(ARGV[6]), tonumber(ARGV[7])
+        local at = 8
+        if deletes > 0 then redis.call('HDEL', KEYS[2], unpack(ARGV, at, at + deletes - 1)) end
+        at = at + deletes
+        if sets > 0 then redis.call('HSET', KEYS[2], unpack(ARGV, at, at + 2 * sets - 1)) end
+        at = at + 2 * sets
+        if deletes + sets > 0 then redis.call('HSET', KEYS[1], 'stamp', ARGV[2]) end
+        redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[4], string.format('%d-0', id), unpack(ARGV, at))
+        local cutoff = tonumber(ARGV[5])
+        for _, entry in ipairs(redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 2)) do
+          local fields = entry[2]
+          for i = 1, #fields, 2 do
+            if fields[i] == 'at' then
+              local at_entry = tonumber(fields[i + 1])
+              if at_entry and at_entry < cutoff then redis.call('XDEL', KEYS[3], entry[1]) end
+              break
+            end
+          end
+        end
+        redis.call('ZADD', KEYS[5], 0, ARGV[3])
+        return id
+      LUA
+      private_constant :URL, :PREFIX, :INDEX, :EVENT_IDS, :COLUMNS, :FLOAT_COLUMNS, :EVENT_FIELDS, :EVENT_INTEGERS,
+                       :EVENT_FLOATS, :BATCH, :FENCE_LOCK, :COMMIT, :TIER_PROMISES
+
+      # What the server promises of a committed decision, read when the store opened: +tier+ (one of TIERS),
+      # +replicas+ (how many were connected), +wait+ (how many each commit waits for; 0: none) and +promise+, the
+      # tier and the replication in one line.
+      Durability = Data.define(:tier, :replicas, :wait, :promise)
+
+      def self.adapter_name = :redis
+
+      # What this store's drivers raise (Redis's, and the fence's SQL driver's); Store turns it into StoreError.
+      def self.errors = [*(defined?(::RedisClient::Error) ? [::RedisClient::Error] : []), *SQLite.errors,
+                         *PostgreSQL.errors]
+
+      # The driver's message on one line; redis-client names the server without its password.
+      def self.message(error)
+        return PostgreSQL.message(error) if defined?(::PG::Error) && ::PG::Error === error
+
+        error.message.strip.gsub(/\s*\n\s*/, "; ")
+      end
+
+      # Redis keys hold any bytes: every name the extension admits.
+      def self.check_name!(name) = name
+
+      # Whether +database+ is a Redis URL or an open RedisClient (or RedisClient::Pooled).
+      def self.accepts?(database)
+        return URL.match?(database) if String === database
+
+        defined?(::RedisClient) ? [::RedisClient, ::RedisClient::Pooled].any? { _1 === database } : false
+      end
+
+      # What names +database+ in a message: scheme, host, port and database, never the user or password.
+      def self.describe(database)
+        return database.config.server_url unless String === database
+
+        require "uri"
+        uri = URI.parse(database)
+        db = uri.path.to_s.delete_prefix("/")
+        "#{uri.scheme}://#{uri.host}:#{uri.port || 6379}#{db.empty? || db == "0" ? "" : "/#{db}"}"
+      rescue URI::Error
+        "a Redis server (an unreadable URL)"
+      end
+
+      # Loads the redis-client gem, or raises LoadError saying to add it.
+      def self.load_client(feature = "redis-client", database = nil)
+        require feature
+      rescue LoadError
+        raise LoadError, "the Redis lease store needs the redis-client gem (add it to your Gemfile)" \
+                         "#{database.nil? ? "" : ", for #{describe(database)}"}"
+      end
+
+      # +name+ as it stands in keys, inside the braces of its hash tag: "%", "{" and "}" percent-encoded.
+      def self.tag(name) = name.gsub(/[%{}]/) { format("%%%02X", _1.ord) }
+
+      # The key of the resource named +name+'s +part+ (lease, slots, events).
+      def self.key(name, part) = "#{PREFIX}:{#{tag(name)}}:#{part}"
+
+      # The RedisClient, or the fence's SQL connection when there is one (the application's tables are there: the
+      # block of Store#fenced gets it).
+      def connection = @fence ? @fence.connection : @client
+
+      # The RedisClient.
+      attr_reader :client
+
+      # What names the store in messages: the server (never a password), and the fence's database.
+      attr_reader :name
+
+      # What the server promised when the store opened (Durability).
+      attr_reader :durability
+
+      # Connects to +database+ (a redis:// or rediss:// URL) or takes an open RedisClient, reads what the server
+      # promises (#durability) and refuses a server whose maxmemory-policy is not noeviction, a replica, a tier below
+      # +strict+ (one of TIERS, nil: any) and fewer connected replicas than +wait+ (an Integer, 0 or nil: none;
+      # +wait_timeout+ Float seconds). +busy_timeout+ is how long a request retries a compare-and-set that found the
+      # resource changed (Float seconds, nil: 5). +fence+: the SQL database of Store#fenced (see the class), whose
+      # tables are created or upgraded unless +migrate+ is false (Redis itself has no schema). Raises
+      # LoadError without the redis-client gem, TypeError or ArgumentError for a bad argument, RedisClient::Error
+      # when the server cannot be reached, StoreError for a server refused or a fence that cannot be opened.
+      def initialize(database, busy_timeout:, migrate: true, strict: nil, wait: nil, wait_timeout: DEFAULT_WAIT_TIMEOUT,
+                     fence: nil)
+        self.class.load_client("redis-client", database)
+        options!(strict, wait, wait_timeout, fence)
+        @busy_timeout = busy_timeout.nil? ? DEFAULT_BUSY_TIMEOUT : SQLite.busy_timeout_ms(busy_timeout) / 1000.0
+        @wait = wait || 0
+        @wait_ms = [(wait_timeout * 1000).round, 1].max
+        @client = String === database ? connect(database) : database
+        @name = self.class.describe(database)
+        begin
+          @durability = inspect_server(strict)
+          @fence = open_fence_database(fence, busy_timeout, migrate) if fence
+        rescue StandardError
+          @client.close if String === database
+          raise
+        end
+        @name = "#{@name} (its fence: #{@fence.name})" if @fence
+        @commit_sha = Digest::SHA1.hexdigest(COMMIT)
+        @closed = false
+      end
+
+      def close
+        @closed = true
+        @client.close
+        @fence&.close
+      end
+
+      def closed? = @closed
+
+      # The fence's connection is checked (a PostgreSQL one the store opened is reconnected); Redis's client
+      # reconnects on its own at the next command.
+      def check! = @fence&.check!
+
+      # Whether the fence's connection is inside a transaction (Redis has none between requests).
+      def in_transaction? = @fence ? @fence.in_transaction? : false
+
+      # How much of each resource's stream is kept: +per_lease+ events (of the resource, all its slots together),
+      # none older than +max_age+ Float seconds before the newest; the fence's log keeps the same.
+      def retain_events(per_lease:, max_age:)
+        @keep_events = per_lease
+        @events_max_age = max_age
+        @fence&.retain_events(per_lease: per_lease, max_age: max_age)
+      end
+
+      # One round trip: the resource's row and the server's clock. Returns [row, now or nil]; the stamp is
+      # kept for the commit.
+      def open_request(resource, clock: false)
+        time, values = read([self.class.key(resource, "lease")], [*COLUMNS, "stamp"])
+        @request = [resource, values.last]
+        [row_of(values.first(COLUMNS.size)), clock ? seconds(time) : nil]
+      end
+
+      # One round trip, as #open_request's, for a semaphore: rows[i] is slot i's columns (nil: no row).
+      def open_slots(resource, clock: false)
+        keys = [self.class.key(resource, "lease"), self.class.key(resource, "slots")]
+        time, values, slots = read(keys, [*COLUMNS, "stamp"])
+        @request = [resource, values.last]
+        [[row_of(values.first(COLUMNS.size)), *slot_rows(slots)], clock ? seconds(time) : nil]
+      end
+
+      def close_request(resource, row, event) = close_slots(resource, 0, row, event)
+
+      # One round trip (COMMIT, and WAIT when +wait:+): +row+ written into +slot+ (nil: nothing changed) with the
+      # request's +event+, if the resource is still as #open_slots or #open_request read it; CONFLICT otherwise
+      # (nothing written). A connection lost on the way raises StoreError saying whether it committed is unknown; a
+      # WAIT that fewer replicas acknowledged raises StoreError saying it committed on the primary.
+      def close_slots(resource, slot, row, event)
+        opened, stamp = @request
+        @request = nil
+        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
+
+        next_stamp = row ? stamp_after(resource, stamp) : stamp.to_s
+        keys = [self.class.key(resource, "lease"), self.class.key(resource, slot.zero? ? "lease" : "slots"),
+                self.class.key(resource, "events"), EVENT_IDS, INDEX]
+        args = [stamp.to_s, next_stamp, resource, @keep_events.to_s, text(event[1] - @events_max_age),
+                *row_arguments(slot, row), *event_pairs(slot, event)]
+        id, acknowledged = commit(keys, args)
+        return conflict(resource) if id.nil?
+
+        @deadline = nil
+        return if acknowledged.nil? || acknowledged >= @wait
+
+        raise StoreError, "#{@name}: the decision on #{resource.inspect} committed on the primary, but only " \
+                          "#{acknowledged} of #{@wait} replicas acknowledged it within #{@wait_ms} ms (WAIT): a " \
+                          "failover now could lose it and issue its tokens again; the next request reads what the " \
+                          "primary kept"
+      end
+
+      # The fenced write's transaction opened in the fence's database (its mark read, under the resource's lock on
+      # PostgreSQL), then the lease's row of +slot+ read from Redis with the server's clock. Returns
+      # [row, mark, now or nil]. Raises NotImplementedError without a fence.
+      def open_fence(resource, savepoint:, clock: false, slot: 0)
+        unless @fence
+          raise NotImplementedError, "#{@name}: fenced needs a fence in your SQL database, where the protected " \
+                                     "writes are: Store.new(url, fence: an SQLite path or SQLite3::Database, a " \
+                                     "postgresql:// URL or a PG::Connection); Redis keeps no fence"
+        end
+
+        _, highest, = @fence.open_fence(resource, savepoint: savepoint, clock: false, slot: slot)
+        highest = locked_mark(resource, slot) if PostgreSQL === @fence
+        key, fields = slot.zero? ? ["lease", COLUMNS] : ["slots", COLUMNS.map { "#{slot}:#{_1}" }]
+        time, values = read([self.class.key(resource, key)], fields)
+        [row_of(values), highest, clock ? seconds(time) : nil]
+      end
+
+      def close_fence(resource, token, savepoint:, event:, statements: [], slot: 0)
+        @fence.close_fence(resource, token, savepoint: savepoint, event: event, statements: statements, slot: slot)
+      end
+
+      def refuse_fence(resource, savepoint:, event:, slot: 0)
+        @fence.refuse_fence(resource, savepoint: savepoint, event: event, slot: slot)
+      end
+
+      def ended_inside?(error) = @fence ? @fence.ended_inside?(error) : false
+
+      # Forgets a request's read (and its retries); rolls back the fence's transaction if it is the store's own.
+      def rollback_own
+        @request = @deadline = nil
+        @fence ? @fence.rollback_own : false
+      end
+
+      def rollback_to_savepoint(name) = @fence&.rollback_to_savepoint(name)
+
+      # The columns of the resource's row (of +slot+ of its semaphore), or nil. One round trip.
+      def read_row(resource, slot = 0)
+        return row_of(fetch("HMGET", self.class.key(resource, "lease"), *COLUMNS)) if slot.zero?
+
+        row_of(fetch("HMGET", self.class.key(resource, "slots"), *COLUMNS.map { "#{slot}:#{_1}" }))
+      end
+
+      # The fence's mark of the resource (+slot+), or nil (also without a fence).
+      def read_fence(resource, slot = 0) = @fence&.read_fence(resource, slot)
+
+      # Up to +limit+ events after id +after+ (of +resource+, or of every resource for nil), oldest first, as the SQL
+      # adapters' rows. Every resource's: one XRANGE per resource, pipelined.
+      def events(resource, after, limit)
+        range = ->(name) { ["XRANGE", self.class.key(name, "events"), "#{after + 1}-0", "+", "COUNT", limit] }
+        return entries(resource, fetch(*range.call(resource))) if resource
+
+        streams(range) { |found| found.sort_by!(&:first).first(limit) }
+      end
+
+      # The newest +limit+ events (of +resource+, or of every resource for nil), oldest first, as #events reads them:
+      # XREVRANGE, one per resource (pipelined) for nil.
+      def latest_events(resource, limit)
+        range = ->(name) { ["XREVRANGE", self.class.key(name, "events"), "+", "-", "COUNT", limit] }
+        return entries(resource, fetch(*range.call(resource))).reverse if resource
+
+        streams(range) { |found| found.sort_by! { -_1.first }.first(limit) }.reverse
+      end
+
+      # The accepted changes of every resource's stream, oldest first, as the extension's store audit reads them.
+      def changes
+        kinds = Event::CHANGES.map(&:to_s)
+        every_event.select { kinds.include?(_1[3]) }.map do |id, resource, slot, kind, at, owner, token, expires_at,
+                                                             revision, _reason, *replaced, _highest|
+          [id, resource, slot, kind, at, owner, token, expires_at, revision, *replaced]
+        end
+      end
+
+      # How many events of each kind the streams keep, as [kind, count] rows.
+      def event_counts = every_event.map { _1[3] }.tally.sort
+
+      # Up to +limit+ leases of resources named +prefix+..., after the key [+after_resource+, +after_slot+], in key
+      # order (bytewise, as the index orders names), each as [resource, slot, owner, token, expires_at, last_issued,
+      # observed, revision, highest]: the index read from the later of the prefix and the key's resource, and each
+      # name's rows, until the page is full.
+      def leases(prefix, after_resource, after_slot, limit)
+        from = [prefix, after_resource].max
+        found = []
+        each_names(INDEX, from.empty? ? "-" : "[#{from}", prefix_stop(prefix)) do |names|
+          rows_of(names).each do |name, rows|
+            rows.each_with_index do |row, slot|
+              next if row.nil? || ([name, slot] <=> [after_resource, after_slot]) <= 0
+
+              found << [name, slot, *row, read_fence(name, slot)]
+              return found if found.size == limit
+            end
+          end
+        end
+        found
+      end
+
+      # How many leases (rows) the resources named +prefix+... have: every such name's rows read.
+      def lease_count(prefix)
+        count = 0
+        each_names(INDEX, prefix.empty? ? "-" : "[#{prefix}", prefix_stop(prefix)) do |names|
+          rows_of(names).each { |_, rows| count += rows.count { !_1.nil? } }
+        end
+        count
+      end
+
+      # The server's clock (TIME), Float seconds since the Unix epoch.
+      def server_now = seconds(fetch("TIME"))
+
+      # The store's own state is never shown (the client's configuration holds the password).
+      def inspect = "#<#{self.class.name} #{@name}>"
+
+      private
+
+      def options!(strict, wait, wait_timeout, fence)
+        unless strict.nil? || TIERS.include?(strict)
+          raise ArgumentError, "strict must be one of #{TIERS.map(&:inspect).join(", ")} or nil, " \
+                               "got #{LeaseMachines.shown(strict)}"
+        end
+        unless wait.nil? || Integer === wait
+          raise TypeError, "wait must be an Integer, got #{LeaseMachines.shown(wait)}"
+        end
+        raise ArgumentError, "wait must be 0 or more replicas, got #{wait}" if wait&.negative?
+        unless Integer === wait_timeout || Float === wait_timeout
+          raise TypeError, "wait_timeout must be Float seconds, got #{LeaseMachines.shown(wait_timeout)}"
+        end
+        unless wait_timeout.positive? && wait_timeout <= SQLite::MAX_BUSY_TIMEOUT
+          raise ArgumentError, "wait_timeout must be more than 0 and at most #{SQLite::MAX_BUSY_TIMEOUT} seconds, " \
+                               "got #{wait_timeout}"
+        end
+        return unless Redis.accepts?(fence)
+
+        raise ArgumentError, "fence must be an SQL database (the application's), not Redis"
+      end
+
+      # A client to +url+, refused before it connects when the URL cannot be read (whose message would quote it).
+      def connect(url)
+        require "uri"
+        URI.parse(url)
+        RedisClient.config(url: url, connect_timeout: ANSWER_TIMEOUT, read_timeout: ANSWER_TIMEOUT,
+                           write_timeout: ANSWER_TIMEOUT).new_client
+      rescue URI::Error, ArgumentError
+        raise ArgumentError, "database is not a readable redis:// URL (#{self.class.describe(url)})", cause: nil
+      end
+
+      # Durability, and the refusals: a policy that evicts, a replica, a tier below +strict+, too few replicas.
+      def inspect_server(strict)
+        *settings, replication = @client.pipelined do |pipeline|
+          %w[maxmemory-policy appendonly appendfsync save].each { pipeline.call("CONFIG", "GET", _1) } # one each: 6.2
+          pipeline.call("INFO", "replication")
+        end
+        config = settings.flat_map { pairs(_1) }.to_h
+        policy = config["maxmemory-policy"]
+        unless policy == "noeviction"
+          refuse("its maxmemory-policy is #{policy}: Redis may evict a lease's row, and its tokens would be issued " \
+                 "again; set maxmemory-policy noeviction")
+        end
+        role = replication[/^role:(\w+)/, 1]
+        refuse("it is a replica (role:#{role}), which takes no writes; connect to the primary") unless role == "master"
+        replicas = replication[/^connected_slaves:(\d+)/, 1].to_i
+        tier = tier_of(config)
+        if strict && TIERS.index(tier) < TIERS.index(strict)
+          refuse("it promises #{tier.inspect} (#{TIER_PROMISES.fetch(tier)}), below strict: #{strict.inspect}")
+        end
+        refuse("wait: #{@wait}, but #{replicas} replicas are connected") if @wait > replicas
+        Durability.new(tier: tier, replicas: replicas, wait: @wait, promise: promise(tier, config, replicas))
+      end
+
+      def tier_of(config)
+        return :memory unless config["appendonly"] == "yes"
+
+        { "always" => :aof_always, "everysec" => :aof_everysec }.fetch(config["appendfsync"], :aof_no)
+      end
+
+      def promise(tier, config, replicas)
+        text = TIER_PROMISES.fetch(tier)
+        snapshots = !config["save"].to_s.empty?
+        text = text.sub("since the last snapshot", "(no snapshots either)") if tier == :memory && !snapshots
+        if @wait.positive?
+          "#{text}; each commit reached #{@wait} of its #{replicas} replicas (WAIT) before it was answered"
+        elsif replicas.positive?
+          "#{text}; a failover to one of its #{replicas} replicas can lose what it had not received (no wait:)"
+        else
+          text
+        end
+      end
+
+      def refuse(why) = raise(StoreError, "#{@name} cannot keep leases: #{why}")
+
+      # The SQL adapter of the fence's database, its store tables created where missing.
+      def open_fence_database(fence, busy_timeout, migrate)
+        adapter = PostgreSQL.accepts?(fence) ? PostgreSQL : SQLite
+        adapter.new(fence, busy_timeout: busy_timeout, migrate: migrate)
+      rescue *adapter.errors => e
+        raise StoreError, "#{@name}: cannot open the fence at #{adapter.describe(fence)}: #{adapter.message(e)}"
+      end
+
+      # The fence's mark read again once the resource's advisory lock is held (PostgreSQL): two fenced writes of a
+      # resource are one after the other, so a stale token is refused by the mark a newer one left.
+      def locked_mark(resource, slot)
+        @fence.connection.exec_params("SELECT pg_advisory_xact_lock($1, hashtext($2))", [FENCE_LOCK, resource])
+        @fence.read_fence(resource, slot)
+      end
+
+      # One round trip (MULTI ... EXEC): [the server's TIME, the +fields+ of the hash keys[0], every field of keys[1]
+      # when given], read at one instant.
+      def read(keys, fields)
+        replies = fetch(transaction: true) do |transaction|
+          transaction.call("HMGET", keys[0], *fields)
+          transaction.call("HGETALL", keys[1]) if keys[1]
+          transaction.call("TIME")
+        end
+        [replies.pop, *replies]
+      end
+
+      # A round trip that writes nothing: +command+, or the block's pipeline (MULTI ... EXEC with +transaction+). Made
+      # once more, on a new connection, when the connection broke (the socket of a server restarted since the last
+      # request is dead, and only the next command finds out); never a COMMIT, whose first attempt may have
+      # committed. A timeout is not made again.
+      def fetch(*command, transaction: false, &pipeline)
+        attempt = 0
+        begin
+          if pipeline
+            transaction ? @client.multi(&pipeline) : @client.pipelined(&pipeline)
+          else
+            @client.call(*command)
+          end
+        rescue ::RedisClient::ConnectionError => e
+          raise if ::RedisClient::TimeoutError === e || (attempt += 1) > 1
+
+          retry
+        end
+      end
+
+      # COMMIT (and WAIT), in one round trip. Returns [id or nil, acknowledged replicas or nil].
+      def commit(keys, args)
+        replies = commit_round_trip("EVALSHA", @commit_sha, keys, args)
+        if ::RedisClient::CommandError === replies.first && replies.first.message.start_with?("NOSCRIPT")
+          replies = commit_round_trip("EVAL", COMMIT, keys, args)
+        end
+        replies.each { raise _1 if Exception === _1 }
+        replies
+      rescue ::RedisClient::ConnectionError => e
+        raise if ::RedisClient::ReadOnlyError === e || ::RedisClient::MasterDownError === e
+
+        raise StoreError, "#{@name}: the connection failed while the commit was on its way " \
+                          "(#{self.class.message(e)}): whether it committed is unknown; the next request reads " \
+                          "what the server kept"
+      end
+
+      def commit_round_trip(command, script, keys, args)
+        @client.pipelined(exception: false) do |pipeline|
+          pipeline.call(command, script, keys.size, *keys, *args)
+          pipeline.blocking_call(@wait_ms / 1000.0 + ANSWER_TIMEOUT, "WAIT", @wait, @wait_ms) if @wait.positive?
+        end
+      end
+
+      # The request found the resource changed since its read: CONFLICT, after a pause that grows with the
+      # conflicts (jittered, at most 20 ms), or StoreError once +busy_timeout+ has run out.
+      def conflict(resource)
+        now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        unless @deadline
+          @deadline = now + @busy_timeout
+          @conflicts = 0
+        end
+        @conflicts += 1
+        if now > @deadline
+          @deadline = nil
+          raise StoreError, "#{@name}: #{resource.inspect} kept changing under the request (#{@conflicts} attempts " \
+                            "in #{@busy_timeout} s, busy_timeout): nothing was decided"
+        end
+        sleep(rand * [0.0005 * 2**[@conflicts, 6].min, 0.02].min) if @conflicts > 1
+        CONFLICT
+      end
+
+      # The stamp after +stamp+ (read as an Integer: a foreign one raises StoreError).
+      def stamp_after(resource, stamp)
+        return "1" if stamp.nil?
+
+        (Integer(stamp, 10) + 1).to_s
+      rescue ArgumentError
+        raise StoreError, "corrupt lease row for #{resource.inspect} in #{@name}: stamp #{stamp.inspect}"
+      end
+
+      # [deletes, sets, names to delete..., name, value...] of +row+ in +slot+'s fields (nothing for nil).
+      def row_arguments(slot, row)
+        return %w[0 0] if row.nil?
+
+        prefix = slot.zero? ? "" : "#{slot}:"
+        deleted, set = COLUMNS.zip(row).partition { |_, value| value.nil? }
+        [deleted.size.to_s, set.size.to_s, *deleted.map { "#{prefix}#{_1.first}" },
+         *set.flat_map { |column, value| ["#{prefix}#{column}", text(value)] }]
+      end
+
+      # The event's fields and values (nil ones left out), with its slot.
+      def event_pairs(slot, event)
+        pairs = ["slot", slot.to_s]
+        EVENT_FIELDS.zip(event) { |field, value| pairs.push(field, text(value)) unless value.nil? }
+        pairs
+      end
+
+      # A column as Redis stores it: Integers in decimal, Floats as Ruby writes them (which read back exactly).
+      def text(value)
+        case value
+        when Integer, Float then value.to_s
+        when String then value
+        else raise TypeError, "the extension wrote #{LeaseMachines.shown(value)} into a row"
+        end
+      end
+
+      # A row's six stored fields as the extension reads them: nil for a row that has none; a field that does not
+      # read as its type is passed on as it is, for the extension to refuse (StoreError).
+      def row_of(values)
+        return nil if values.all?(&:nil?)
+
+        COLUMNS.zip(values).map do |column, value|
+          next value if value.nil?
+
+          read = FLOAT_COLUMNS.include?(column) ? Float(value, exception: false) : Integer(value, 10, exception: false)
+          read.nil? ? value : read
+        end
+      end
+
+      # The slot rows above 0 from a slots hash's fields ("SLOT:column"), as rows[slot - 1].
+      def slot_rows(fields)
+        columns = Hash.new { |hash, slot| hash[slot] = Array.new(COLUMNS.size) }
+        pairs(fields).each do |field, value|
+          slot, column = field.split(":", 2)
+          index = COLUMNS.index(column)
+          slot = Integer(slot, 10, exception: false)
+          raise StoreError, "corrupt slots hash in #{@name}: field #{field.inspect}" unless index && slot&.positive?
+
+          columns[slot][index] = value
+        end
+        rows = Array.new(columns.keys.max.to_i)
+        columns.each { |slot, values| rows[slot - 1] = row_of(values) }
+        rows
+      end
+
+      # [[name, rows]] of +names+ (rows[i]: slot i's, nil where there is none), one pipelined round trip.
+      def rows_of(names)
+        replies = fetch do |pipeline|
+          names.each do |name|
+            pipeline.call("HMGET", self.class.key(name, "lease"), *COLUMNS)
+            pipeline.call("HGETALL", self.class.key(name, "slots"))
+          end
+        end
+        names.each_with_index.map { |name, i| [name, [row_of(replies[2 * i]), *slot_rows(replies[2 * i + 1])]] }
+      end
+
+      # Yields the names of the sorted set +key+ from +min+ to +max+ (ZRANGEBYLEX bounds), BATCH at a time.
+      def each_names(key, min, max)
+        loop do
+          names = fetch("ZRANGEBYLEX", key, min, max, "LIMIT", 0, BATCH)
+          break if names.empty?
+
+          yield names
+          break if names.size < BATCH
+
+          min = "(#{names.last}"
+        end
+      end
+
+      # The ZRANGEBYLEX bound after every name that starts with +prefix+ ("+" when none is).
+      def prefix_stop(prefix)
+        stop = prefix.empty? ? nil : SQLite.prefix_end(prefix)
+        stop ? "(#{stop}" : "+"
+      end
+
+      # Every event of every resource's stream, oldest first.
+      def every_event
+        streams(->(name) { ["XRANGE", self.class.key(name, "events"), "-", "+"] }, &:itself).sort_by!(&:first)
+      end
+
+      # The events that +range+ (the command for a name) reads from every resource's stream, pipelined BATCH
+      # resources at a time; the block trims what was found after each batch.
+      def streams(range)
+        found = []
+        each_names(INDEX, "-", "+") do |names|
+          replies = fetch { |pipeline| names.each { pipeline.call(*range.call(_1)) } }
+          names.zip(replies) { |name, reply| found.concat(entries(name, reply)) }
+          found = yield(found)
+        end
+        found
+      end
+
+      # A stream's entries as event rows: [id, resource, slot, kind, at, owner, token, expires_at, revision, reason,
+      # replaced_owner, replaced_token, replaced_expires_at, highest].
+      def entries(resource, reply)
+        reply.map do |id, fields|
+          event = pairs(fields).to_h do |field, value|
+            number = if EVENT_INTEGERS.include?(field)
+                       Integer(value, 10, exception: false)
+                     elsif EVENT_FLOATS.include?(field)
+                       Float(value, exception: false)
+                     else
+                       value
+                     end
+            [field, number.nil? ? value : number]
+          end
+          [Integer(id.split("-").first, 10), resource, event.fetch("slot", 0),
+           *EVENT_FIELDS.map { event[_1] }, nil]
+        end
+      end
+
+      # A hash's reply as [field, value] pairs: RESP3 answers a Hash, RESP2 (and a script) a flat Array.
+      def pairs(reply)
+        return [] if reply.nil?
+
+        Hash === reply ? reply.to_a : reply.each_slice(2).to_a
+      end
+
+      # TIME's [seconds, microseconds] as Float seconds.
+      def seconds(time) = Integer(time[0], 10) + Integer(time[1], 10) / 1_000_000.0
+    end
+  end
+end

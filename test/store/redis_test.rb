@@ -1,0 +1,508 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
+require "support/store_authority_rules"
+require "support/store_semaphore_rules"
+require "support/store_event_log_rules"
+require_relative "../../examples/support/redis_server"
+
+# Throwaway redis-servers (examples/support/redis_server.rb) in the checkout's tmp/: one shared by the tests of this
+# process (flushed before each), and servers of a test's own (other options, or to be killed), stopped and removed in
+# its teardown. A test skips, saying why, where there is no redis-server or no redis-client gem.
+module RedisStoreSupport
+  def self.unavailable_reason
+    return @unavailable_reason if defined?(@unavailable_reason)
+
+    @unavailable_reason = begin
+      require "redis-client"
+      RedisServer.new(File.join(LeaseMachines::TestSupport::TMP, "redis-probe-#{Process.pid}")).start.destroy
+      nil
+    rescue LoadError, RedisServer::Error => e
+      e.message
+    end
+  end
+
+  def self.shared
+    @shared ||= begin
+      server = RedisServer.new(File.join(LeaseMachines::TestSupport::TMP, "redis-#{Process.pid}")).start
+      owner = Process.pid
+      at_exit { server.destroy if Process.pid == owner }
+      server
+    end
+  end
+
+  def require_redis!
+    reason = RedisStoreSupport.unavailable_reason
+    skip "Redis unavailable: #{reason}" if reason
+    requires_sqlite3! # the fences of these tests are SQLite files
+  end
+
+  # The shared server's URL, every key and script of earlier tests gone.
+  def fresh_redis_url
+    require_redis!
+    server = RedisStoreSupport.shared
+    server.client.then { |client| client.call("FLUSHALL") && client.call("SCRIPT", "FLUSH") && client.close }
+    server.url
+  end
+
+  # A server of this test's own, with redis-server's +args+; stopped and removed after the test.
+  def own_redis(*args)
+    require_redis!
+    @servers ||= []
+    dir = File.join(LeaseMachines::TestSupport::TMP, "redis-#{Process.pid}-#{@servers.size}-#{SecureRandom.hex(3)}")
+    RedisServer.new(dir, args: args).start.tap { @servers << _1 }
+  end
+
+  def teardown
+    super
+    (@clients || []).each(&:close)
+    (@servers || []).each(&:destroy)
+  end
+
+  def redis(url = @url) = (@clients ||= []).push(RedisClient.new(url: url)).last
+end
+
+# The store on Redis: the same decisions as the in-memory authority, its keys, its commit (two round trips, a
+# compare-and-set decided again when the row moved), bad input, a server that goes away, its tiers and refusals,
+# WAIT, and the SQL fence that refuses the writes of a Redis that lost its tokens.
+class StoreRedisTest < Minitest::Test
+  include RedisStoreSupport
+  include LeaseMachines::TestSupport::StoreAuthorityRules
+  R = "nightly-report"
+
+  def setup
+    @url = fresh_redis_url
+    @fence = File.join(scratch_dir("lease-redis"), "app.sqlite3")
+    @stores = []
+  end
+
+  def teardown
+    @stores.each(&:close)
+    super
+  end
+
+  def open_store(database = @url, **options) = LeaseMachines::Store.new(database, **options).tap { @stores << _1 }
+
+  # Worker 7 renews its lease of R (token 1) at t = 1.
+  def renew(store) = store.renew(resource: R, owner: 7, token: 1, ttl: 30.0, now: 1.0)
+
+  def test_it_is_the_redis_store_and_names_the_server_without_a_password
+    store = open_store
+    assert_equal :redis, store.adapter_name
+    assert_equal @url.delete_suffix("/0"), store.path
+    assert_kind_of RedisClient, store.database
+    assert_nil store.clock, "the store's clock is the server's TIME"
+    assert_in_delta redis.call("TIME").first.to_f, store.now, 2.0
+    secret = own_redis("--requirepass", "hunter2-secret")
+    guarded = open_store(secret.url)
+    refute_includes guarded.path, "hunter2"
+    refute_includes guarded.inspect, "hunter2"
+    error = assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(secret.url.sub("hunter2", "wrong")) }
+    refute_includes error.message, "hunter2"
+    refute_includes error.message, "wrong-secret"
+  end
+
+  def test_the_same_random_requests_get_the_same_decisions_as_the_authority
+    assert_same_decisions_as_the_authority([open_store, open_store(redis)]) # a URL and a client, one history
+  end
+
+  def test_every_key_of_a_resource_carries_its_whole_name_as_the_hash_tag_and_never_expires
+    names = ["a}b{c:d", "a%7Db{c:d", "plain", "x{", "}"]
+    store = open_store(fence: @fence)
+    names.each { |name| store.acquire(resource: name, owner: 1, ttl: 5.0, limit: 2, now: 1.0) }
+    names.each { |name| store.acquire(resource: name, owner: 2, ttl: 5.0, limit: 2, now: 1.0) }
+    assert_equal names.sort, store.resources.map(&:resource).uniq, "distinct names, distinct keys"
+    assert_equal names.map { 1 }, names.map { store.checkpoint(resource: _1).last_issued }
+    keys = redis.call("KEYS", "lease_machines:{*").sort
+    assert_includes keys, "lease_machines:{a%7Db%7Bc:d}:lease"
+    assert_includes keys, "lease_machines:{a%257Db%7Bc:d}:slots"
+    keys.each do |key|
+      tag = key[/\{([^}]*)\}/, 1]
+      assert_equal key[/\Alease_machines:\{(.*)\}:(lease|slots|events)\z/, 1], tag, "the tag is the whole name"
+      assert_equal(-1, redis.call("TTL", key), "#{key} never expires")
+    end
+    assert_equal [-1, -1], %w[lease_machines:resources lease_machines:event_ids].map { redis.call("TTL", _1) }
+  end
+
+  def test_every_decision_is_two_round_trips
+    client = redis
+    sent = 0
+    counting = Module.new do
+      %i[call call_v pipelined multi blocking_call].each do |name|
+        define_method(name) { |*args, **kwargs, &block| (sent += 1) && super(*args, **kwargs, &block) }
+      end
+    end
+    client.singleton_class.prepend(counting)
+    store = open_store(client)
+    store.acquire(resource: R, owner: 7, ttl: 30.0) # sends the scripts (EVALSHA answers NOSCRIPT, then EVAL)
+    counts = {}
+    sent = 0
+    store.renew(resource: R, owner: 7, token: 1, ttl: 30.0)
+    counts[:renew] = sent
+    sent = 0
+    store.acquire(resource: R, owner: 8, ttl: 30.0)
+    counts[:refused] = sent
+    sent = 0
+    store.acquire(resource: "sem", owner: 8, ttl: 30.0, limit: 3)
+    counts[:semaphore] = sent
+    assert_equal({ renew: 2, refused: 2, semaphore: 2 }, counts)
+  end
+
+  def test_a_row_that_changed_after_the_read_is_decided_again_on_the_new_one
+    other = open_store
+    calls = 0
+    # The store's clock is read between its read and its commit: another store takes the lease there, once.
+    racing = open_store(clock: lambda {
+      calls += 1
+      other.acquire(resource: R, owner: 9, ttl: 30.0, now: 100.0) if calls == 1
+      100.0
+    })
+    decision = racing.acquire(resource: R, owner: 7, ttl: 30.0)
+    assert_equal [:rejected, :occupied], [decision.status, decision.reason], "decided on 9's lease, not on nothing"
+    assert_equal 2, calls, "decided twice"
+    assert_equal 9, other.checkpoint(resource: R).lease.owner
+    assert_equal %i[acquired refused], other.events(resource: R).map(&:kind), "the first decision left nothing"
+  end
+
+  def test_stores_racing_on_one_resource_issue_each_token_once
+    threads = Array.new(4) do |worker|
+      Thread.new do
+        store = LeaseMachines::Store.new(@url)
+        granted = Array.new(40) { store.reacquire(resource: R, owner: worker, ttl: 0.000001).lease&.token }
+        store.close
+        granted.compact
+      end
+    end
+    tokens = threads.flat_map(&:value)
+    store = open_store
+    assert_equal tokens.uniq.size, tokens.size, "no token issued twice"
+    assert_equal tokens.max, store.checkpoint(resource: R).last_issued
+    assert_predicate store.audit, :valid?
+    assert_equal tokens.size, store.events(resource: R, limit: 1000).count(&:change?)
+  end
+
+  def test_a_request_that_keeps_losing_the_race_gives_up_after_busy_timeout
+    other = open_store
+    store = open_store(busy_timeout: 0.05, clock: lambda {
+      other.reacquire(resource: R, owner: 9, ttl: 30.0, now: 100.0) # a write between every read and commit
+      100.0
+    })
+    error = assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 7, ttl: 30.0) }
+    assert_match(/kept changing under the request \(\d+ attempts in 0.05 s, busy_timeout\): nothing was decided/,
+                 error.message)
+    assert(other.events(resource: R).none? { _1.owner == 7 }, "nothing of 7's was written")
+    assert_equal :rejected, open_store.acquire(resource: R, owner: 7, ttl: 30.0, now: 101.0).status, "still usable"
+  end
+
+  def test_the_scripts_are_sent_again_when_the_server_forgot_them
+    store = open_store
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
+    redis.call("SCRIPT", "FLUSH")
+    assert_equal :renewed, store.renew(resource: R, owner: 7, token: 1, ttl: 30.0, now: 2.0).status
+  end
+
+  def test_bad_options_are_refused_before_anything_is_written
+    ill_typed!
+    assert_raises(ArgumentError) { LeaseMachines::Store.new(@url, strict: :fsync) }
+    assert_raises(TypeError) { LeaseMachines::Store.new(@url, wait: "1") }
+    assert_raises(ArgumentError) { LeaseMachines::Store.new(@url, wait: -1) }
+    assert_raises(ArgumentError) { LeaseMachines::Store.new(@url, wait_timeout: 0) }
+    assert_raises(TypeError) { LeaseMachines::Store.new(@url, fence: 3) }
+    assert_raises(ArgumentError) { LeaseMachines::Store.new(@url, fence: @url) }
+    assert_raises(TypeError) { LeaseMachines::Store.new(@url, busy_timeout: "1") }
+    error = assert_raises(ArgumentError) { LeaseMachines::Store.new(@fence, strict: :aof_always, wait: 1) }
+    assert_equal "only a Redis store takes strict:, wait:", error.message
+    assert_raises(ArgumentError) { LeaseMachines::Store.new("redis://:pa ss@127.0.0.1:1/0") }.then do |refused|
+      refute_includes refused.message, "pa ss"
+    end
+    assert_empty redis.call("KEYS", "*")
+  end
+
+  def test_resources_are_checked_as_every_store_checks_them
+    ill_typed!
+    store = open_store
+    error = assert_raises(TypeError) { store.acquire(resource: :r, owner: 1, ttl: 1.0) }
+    assert_match(/\Aresource must be a String/, error.message)
+    assert_equal "resource must not be empty", assert_raises(ArgumentError) { store.checkpoint(resource: "") }.message
+    assert_raises(ArgumentError) { store.acquire(resource: "x" * 1025, owner: 1, ttl: 1.0) }
+    assert_raises(ArgumentError) { store.revision(resource: "\xff".b) }
+    assert_raises(RangeError) { store.acquire(resource: R, owner: -1, ttl: 1.0) }
+    assert_equal "now must be seconds as a Float or an Integer, got FalseClass false",
+                 assert_raises(TypeError) { store.acquire(resource: R, owner: 1, ttl: 1.0, now: false) }.message
+    assert_empty redis.call("KEYS", "*")
+    assert_equal 0, store.revision(resource: "relevé")
+    lease = store.acquire(resource: "relevé", owner: 2**64 - 1, ttl: 5.0, now: 0.0).lease
+    assert_equal lease, store.checkpoint(resource: "relevé".b).lease, "the same UTF-8 bytes, the same lease"
+  end
+
+  def test_a_row_no_history_can_produce_raises_store_error_and_changes_nothing
+    store = open_store
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
+    redis.call("HSET", "lease_machines:{#{R}}:lease", "last_issued", "0")
+    error = assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 1.0, now: 50.0) }
+    assert_match(/corrupt lease row for "nightly-report"/, error.message)
+    redis.call("HSET", "lease_machines:{#{R}}:lease", "last_issued", "1", "token", "one")
+    assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 1.0, now: 50.0) }
+    redis.call("HSET", "lease_machines:{#{R}}:lease", "token", "1", "stamp", "x")
+    assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 1.0, now: 50.0) }
+    assert_equal 1, store.events(resource: R).size, "nothing was logged"
+  end
+
+  def test_a_server_that_goes_away_raises_store_error_and_the_store_works_again_once_it_is_back
+    server = own_redis("--requirepass", "s3cret-word")
+    store = open_store(server.url)
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
+    server.stop(signal: "KILL")
+    error = assert_raises(LeaseMachines::StoreError) { renew(store) }
+    refute_includes error.message, "s3cret"
+    assert_kind_of RedisClient::ConnectionError, error.cause
+    assert_raises(LeaseMachines::StoreError) { store.checkpoint(resource: R) }
+    assert_raises(LeaseMachines::StoreError) { store.events }
+    server.start # no persistence: everything it had is gone
+    assert_equal 1, store.acquire(resource: R, owner: 9, ttl: 30.0, now: 2.0).lease.token, "a reset counter"
+  end
+
+  def test_a_commit_whose_answer_was_lost_raises_store_error_saying_the_outcome_is_unknown
+    client = redis
+    store = open_store(client)
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
+    losing = Module.new do
+      define_method(:pipelined) do |*args, **kwargs, &block|
+        super(*args, **kwargs, &block)
+        raise RedisClient::ReadTimeoutError, "Waited 5.0 seconds"
+      end
+    end
+    client.singleton_class.prepend(losing)
+    error = assert_raises(LeaseMachines::StoreError) { renew(store) }
+    assert_match(/while the commit was on its way .*: whether it committed is unknown/, error.message)
+    assert_equal 2, open_store.revision(resource: R), "it did commit; the next request reads what the server kept"
+  end
+
+  def test_the_tier_is_read_on_connect_and_strict_refuses_a_server_below_it
+    always = own_redis("--appendonly", "yes", "--appendfsync", "always")
+    durable = open_store(always.url, strict: :aof_always)
+    assert_equal [:aof_always, 0, 0], durable.durability.then { [_1.tier, _1.replicas, _1.wait] }
+    assert_equal "appendfsync always: every decision is on disk before it is answered", durable.durability.promise
+    assert_predicate durable.durability, :frozen?
+    redis(always.url).call("CONFIG", "SET", "appendfsync", "no")
+    assert_equal :aof_no, open_store(always.url).durability.tier
+    redis(always.url).call("CONFIG", "SET", "appendfsync", "everysec")
+    assert_equal :aof_everysec, open_store(always.url, strict: :aof_everysec).durability.tier
+    error = assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(always.url, strict: :aof_always) }
+    assert_match(/promises :aof_everysec .*, below strict: :aof_always/, error.message)
+    memory = open_store
+    assert_equal :memory, memory.durability.tier
+    assert_match(/a restart loses every grant/, memory.durability.promise)
+    assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(@url, strict: :aof_no) }
+    assert_nil LeaseMachines::Store.new(@fence).tap(&:close).durability, "SQL stores have no tiers"
+  end
+
+  def test_a_server_that_may_evict_keys_is_refused
+    redis.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+    error = assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(@url) }
+    assert_match(/maxmemory-policy is allkeys-lru: .* set maxmemory-policy noeviction/, error.message)
+  ensure
+    redis.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
+  end
+
+  def test_wait_asks_the_replicas_and_a_replica_that_is_gone_raises_store_error_with_the_decision_on_the_primary
+    primary = own_redis
+    replica = own_redis("--replicaof", "127.0.0.1", primary.port.to_s)
+    refused = assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(replica.url) }
+    assert_match(/it is a replica/, refused.message)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+    sleep 0.05 until redis(primary.url).call("INFO", "replication").include?("state=online") ||
+                     Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(primary.url, wait: 2) }
+    store = open_store(primary.url, wait: 1, wait_timeout: 0.2)
+    assert_equal [1, 1], store.durability.then { [_1.replicas, _1.wait] }
+    assert_match(/each commit reached 1 of its 1 replicas \(WAIT\)/, store.durability.promise)
+    assert_equal 1, store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0).lease.token
+    replica.stop(signal: "KILL")
+    error = assert_raises(LeaseMachines::StoreError) { renew(store) }
+    assert_match(/committed on the primary, but only 0 of 1 replicas acknowledged it within 200 ms/, error.message)
+    assert_equal 2, store.revision(resource: R), "the renewal is on the primary"
+  end
+
+  def test_fenced_without_a_fence_says_where_the_fence_goes
+    store = open_store
+    token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
+    error = assert_raises(NotImplementedError) { store.fenced(resource: R, token: token) { flunk "must not run" } }
+    assert_match(/fenced needs a fence in your SQL database/, error.message)
+    assert_nil store.fence_highest(resource: R)
+    assert_equal :renewed, store.renew(resource: R, owner: 7, token: token, ttl: 30.0).status, "still usable"
+  end
+
+  def test_fenced_writes_land_in_the_fences_database_under_the_redis_lease
+    store = open_store(fence: @fence)
+    assert_kind_of SQLite3::Database, store.database, "the application's tables are in the fence's database"
+    store.database.execute("CREATE TABLE report (token INTEGER)")
+    token = store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0).lease.token
+    store.fenced(resource: R, token: token, now: 1.0) { |db| db.execute("INSERT INTO report VALUES (?)", [token]) }
+    assert_equal token, store.fence_highest(resource: R)
+    assert_equal token, store.resources.first.highest
+    store.acquire(resource: R, owner: 8, ttl: 30.0, now: 31.0)
+    error = assert_raises(LeaseMachines::Fenced) { store.fenced(resource: R, token: token, now: 32.0) { flunk } }
+    assert_equal :stale_token, error.reason
+    assert_equal [[1]], store.database.execute("SELECT token FROM report")
+    assert_equal %i[write_accepted write_refused], LeaseMachines::Store.new(@fence).tap { @stores << _1 }
+                                                                           .events(resource: R).map(&:kind)
+  end
+
+  def test_a_restart_without_persistence_resets_the_tokens_and_the_fence_refuses_every_write_after_it
+    server = own_redis
+    store = open_store(server.url, fence: @fence)
+    store.database.execute("CREATE TABLE report (token INTEGER)")
+    3.times { |n| store.reacquire(resource: R, owner: 7, ttl: 30.0, now: n.to_f) }
+    store.fenced(resource: R, token: 3, now: 3.0) { |db| db.execute("INSERT INTO report VALUES (3)") }
+    server.restart # a crash: nothing was persisted
+    fresh = store.acquire(resource: R, owner: 9, ttl: 30.0, now: 4.0).lease
+    assert_equal 1, fresh.token, "Redis issued token 1 again"
+    [1, 3].each do |token| # the new holder's token, and the old holder's (from before the reset)
+      error = assert_raises(LeaseMachines::StoreError) { store.fenced(resource: R, token: token, now: 5.0) { flunk } }
+      assert_match(/fence row for "nightly-report" .*: highest 3 was never issued/, error.message)
+    end
+    assert_equal [[3]], store.database.execute("SELECT token FROM report"), "no write landed after the reset"
+  end
+
+  def test_a_restart_of_a_server_with_aof_always_keeps_every_token
+    server = own_redis("--appendonly", "yes", "--appendfsync", "always")
+    store = open_store(server.url, strict: :aof_always)
+    3.times { |n| store.reacquire(resource: R, owner: 7, ttl: 30.0, now: n.to_f) }
+    server.restart
+    assert_equal 4, store.reacquire(resource: R, owner: 7, ttl: 30.0, now: 5.0).lease.token
+    assert_predicate store.audit, :valid?
+  end
+
+  def test_a_postgresql_fence_serializes_the_fenced_writes_of_a_resource
+    url = fresh_postgres_schema_url
+    store = open_store(fence: url, busy_timeout: 0.3)
+    assert_match(/\(its fence: postgresql:/, store.path)
+    store.database.exec("CREATE TABLE report (token bigint)")
+    token = store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0).lease.token
+    store.fenced(resource: R, token: token, now: 1.0) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [token]) }
+    assert_equal token, store.fence_highest(resource: R)
+    holder = PG.connect(url)
+    holder.exec("BEGIN")
+    holder.exec_params("SELECT pg_advisory_xact_lock(731120172, hashtext($1))", [R]) # another fenced write's lock
+    error = assert_raises(LeaseMachines::StoreError) { store.fenced(resource: R, token: token, now: 2.0) { flunk } }
+    assert_match(/lock timeout/, error.message)
+    holder.exec("ROLLBACK")
+    assert_equal :ok, store.fenced(resource: R, token: token, now: 2.0) { :ok }
+  ensure
+    holder&.close
+  end
+
+  def test_a_missing_redis_client_gem_is_named
+    error = assert_raises(LoadError) do
+      LeaseMachines::Store::Redis.load_client("lease_machines_no_such_gem", "redis://:pw@127.0.0.1:1/0")
+    end
+    assert_equal "the Redis lease store needs the redis-client gem (add it to your Gemfile), for redis://127.0.0.1:1",
+                 error.message
+  end
+end
+
+# What the rules modules shared with the SQL stores need on Redis: the shared server, and an SQLite fence for their
+# fenced writes.
+module RedisStoreRules
+  include RedisStoreSupport
+
+  def setup
+    @url = fresh_redis_url
+    @fence = File.join(scratch_dir("lease-redis-rules"), "app.sqlite3")
+  end
+
+  def database = @url
+
+  def open_store(**options) = super(fence: @fence, **options)
+end
+
+# Semaphores on Redis: the slot rules' tests (test/support/store_semaphore_rules.rb).
+class StoreSemaphoreRedisTest < Minitest::Test
+  include StoreSemaphoreRules
+  include RedisStoreRules
+end
+
+# The event log on Redis: the log's tests (test/support/store_event_log_rules.rb), but where Redis's differs: the
+# fenced writes' events are in the fence's database, retention is per resource, and the log is tampered with in its
+# streams.
+class StoreEventLogRedisTest < Minitest::Test
+  include StoreEventLogRules
+  include RedisStoreRules
+
+  def fence_log = @fence_log ||= LeaseMachines::Store.new(@fence).tap { (@stores ||= []) << _1 }
+
+  def test_each_request_logs_one_event_in_its_transaction_and_the_log_tells_worker_sevens_night
+    worker_sevens_night
+    events = store.events(resource: R)
+    assert_equal %i[acquired renewed refused acquired released], events.map(&:kind)
+    assert_equal [0.0, 5.0, 8.0, 16.0, 19.0], events.map(&:at)
+    assert events[3].takeover?
+    assert_equal LeaseMachines::Lease.new(owner: 7, token: 1, expires_at: 15.0), events[3].replaced
+    assert_equal [9, nil, :occupied], events[2].then { [_1.owner, _1.token, _1.reason] }
+    writes = fence_log.events(resource: R)
+    assert_equal [[:write_accepted, 1, 1.0], [:write_accepted, 2, 17.0], [:write_refused, 1, 18.0]],
+                 writes.map { [_1.kind, _1.token, _1.at] }
+    assert_equal [:stale_token, 2], writes.last.then { [_1.reason, _1.highest] }
+  end
+
+  def test_a_store_history_passes_the_audit_and_a_tampered_one_does_not
+    worker_sevens_night
+    store.acquire(resource: "other", owner: 3, ttl: 5.0, now: 2.0)
+    assert store.audit.valid?, store.audit.findings.inspect
+    assert_equal 5, store.audit.checked_events
+    renewed = store.events(resource: R).find { _1.kind == :renewed }
+    rewrite_stream(R) { |id, fields| id == "#{renewed.id}-0" ? fields.merge("expires_at" => "1.0") : fields }
+    report = store.audit
+    refute report.valid?
+    assert_equal [[:renewal_shortened, R, renewed.id]], report.findings.map { [_1.code, _1.resource, _1.event_index] }
+  end
+
+  # Per resource: its stream keeps its newest keep_events events (its slots' too), and each of its requests deletes
+  # its two oldest when older than events_max_age before it (SQL keeps keep_events per lease, and prunes the log's).
+  def test_retention_keeps_the_newest_events_of_each_lease_in_constant_work
+    kept = open_store(keep_events: 3, events_max_age: 10.0)
+    [7, 8].each_with_index { |owner, at| kept.acquire(resource: R, owner: owner, ttl: 10.0, limit: 2, now: at.to_f) }
+    [2.0, 3.0].each { |at| kept.renew(resource: R, owner: 7, token: 1, ttl: 10.0, slot: 0, now: at) }
+    assert_equal [[1.0, 1], [2.0, 0], [3.0, 0]], kept.events(resource: R).map { [_1.at, _1.slot] }
+    kept.acquire(resource: "b", owner: 2, ttl: 10.0, now: 100.0)
+    assert_equal [1.0, 2.0, 3.0], kept.events(resource: R).map(&:at), "another resource's request prunes its own"
+    kept.acquire(resource: R, owner: 9, ttl: 10.0, now: 105.0)
+    assert_equal [105.0], kept.events(resource: R).map(&:at), "the newest 3, then the two oldest of them, too old"
+  end
+
+  def test_events_page_by_key_and_check_their_arguments
+    worker_sevens_night
+    first = store.events(limit: 3)
+    assert_equal store.events.map(&:id), (first + store.events(after: first.last.id)).map(&:id)
+    assert_equal store.events.last(2), store.latest_events(limit: 2)
+    assert_equal store.events(resource: R).last(3), store.latest_events(resource: R, limit: 3)
+    assert_raises(ArgumentError) { store.events(limit: 1001) }
+    assert_equal({ acquired: 2, renewed: 1, released: 1, refused: 1 },
+                 store.event_counts.select { |_, count| count.positive? })
+  end
+
+  def test_revoke_ends_the_live_lease_whoever_holds_it_and_fences_its_token
+    store.acquire(resource: R, owner: 7, ttl: 10.0, now: 0.0)
+    answers = [store.revoke(resource: R, now: 1.0).status,
+               assert_raises(LeaseMachines::Fenced) { store.fenced(resource: R, token: 1, now: 2.0) { flunk } }.reason,
+               store.acquire(resource: R, owner: 9, ttl: 10.0, now: 3.0).lease.token,
+               store.revoke(resource: R, token: 1, now: 4.0).reason, store.revoke(resource: "never", now: 5.0).reason]
+    assert_equal [:released, :not_held, 2, :stale_token, :not_held], answers
+    assert_equal %i[acquired revoked acquired refused], store.events(resource: R).map(&:kind)
+    assert_equal %i[write_refused], fence_log.events(resource: R).map(&:kind), "the fenced write's, in the fence's log"
+    assert store.audit.valid?
+  end
+
+  # Rewrites the stream of +resource+ with each entry's fields as the block returns them (ids kept): a hand edit.
+  def rewrite_stream(resource)
+    client = redis
+    key = "lease_machines:{#{resource}}:events"
+    entries = client.call("XRANGE", key, "-", "+")
+    client.call("DEL", key)
+    entries.each do |id, fields|
+      client.call("XADD", key, id, *yield(id, fields.each_slice(2).to_h).flatten)
+    end
+  end
+end
