@@ -107,6 +107,10 @@ class StoreRedisTest < Minitest::Test
     assert_same_decisions_as_the_authority([open_store, open_store(redis)]) # a URL and a client, one history
   end
 
+  def test_the_same_random_requests_get_the_same_decisions_with_a_fence_under_its_first_token_epoch
+    assert_same_decisions_as_the_authority([open_store(fence: @fence), open_store(redis, fence: @fence)], steps: 300)
+  end
+
   def test_every_key_of_a_resource_carries_its_whole_name_as_the_hash_tag_and_never_expires
     names = ["a}b{c:d", "a%7Db{c:d", "plain", "x{", "}"]
     store = open_store(fence: @fence)
@@ -165,21 +169,39 @@ class StoreRedisTest < Minitest::Test
     assert_equal %i[acquired refused], other.events(resource: R).map(&:kind), "the first decision left nothing"
   end
 
-  def test_stores_racing_on_one_resource_issue_each_token_once
+  # The tokens that 4 threads, each with a store of its own on +url+, were granted by +grants+ reacquires each.
+  def race(url, grants, **options)
     threads = Array.new(4) do |worker|
       Thread.new do
-        store = LeaseMachines::Store.new(@url)
-        granted = Array.new(40) { store.reacquire(resource: R, owner: worker, ttl: 0.000001).lease&.token }
+        store = LeaseMachines::Store.new(url, **options)
+        granted = Array.new(grants) { store.reacquire(resource: R, owner: worker, ttl: 0.000001).lease&.token }
         store.close
         granted.compact
       end
     end
-    tokens = threads.flat_map(&:value)
+    threads.flat_map(&:value)
+  end
+
+  def test_stores_racing_on_one_resource_issue_each_token_once
+    tokens = race(@url, 40)
     store = open_store
     assert_equal tokens.uniq.size, tokens.size, "no token issued twice"
     assert_equal tokens.max, store.checkpoint(resource: R).last_issued
     assert_predicate store.audit, :valid?
     assert_equal tokens.size, store.events(resource: R, limit: 1000).count(&:change?)
+  end
+
+  def test_stores_racing_into_a_new_token_epoch_issue_each_token_once_and_all_above_the_old_ones
+    server = own_redis
+    open_store(server.url, fence: @fence).reacquire(resource: R, owner: 9, ttl: 30.0, now: 0.0)
+    server.restart
+    tokens = race(server.url, 20, fence: @fence)
+    assert_equal tokens.uniq.size, tokens.size, "no token issued twice"
+    assert_operator tokens.min, :>, EPOCH, "every one above epoch 0's"
+    epoch = redis(server.url).call("HGET", "lease_machines:token_epoch", "epoch")
+    assert_operator tokens.max, :<, (Integer(epoch) + 1) * EPOCH
+    assert_equal [[Integer(epoch)]], open_store(server.url, fence: @fence).database
+                                                                          .execute("SELECT epoch FROM lease_machines_token_epochs")
   end
 
   def test_a_request_that_keeps_losing_the_race_gives_up_after_busy_timeout
@@ -350,20 +372,88 @@ class StoreRedisTest < Minitest::Test
                                                                            .events(resource: R).map(&:kind)
   end
 
-  def test_a_restart_without_persistence_resets_the_tokens_and_the_fence_refuses_every_write_after_it
-    server = own_redis
+  EPOCH = 1 << 40 # each token epoch's floor is its number times this
+
+  # The fenced write of the tests below: +token+ into the application's table, on the fence's connection +db+.
+  def report(db, token) = db.execute("INSERT INTO report VALUES (?)", [token])
+
+  # A store on +server+ with the SQLite fence and its application table, where worker 7 took tokens 1, 2 and 3.
+  def sevens_store(server)
     store = open_store(server.url, fence: @fence)
     store.database.execute("CREATE TABLE report (token INTEGER)")
     3.times { |n| store.reacquire(resource: R, owner: 7, ttl: 30.0, now: n.to_f) }
-    store.fenced(resource: R, token: 3, now: 3.0) { |db| db.execute("INSERT INTO report VALUES (3)") }
-    server.restart # a crash: nothing was persisted
+    store
+  end
+
+  def test_the_first_token_epoch_is_zero_committed_in_the_fence_before_redis_and_set_on_this_server_process
+    store = open_store(fence: @fence)
+    assert_equal 1, store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0).lease.token
+    assert_equal [[1, 0]], store.database.execute("SELECT id, epoch FROM lease_machines_token_epochs")
+    run_id = redis.call("INFO", "server")[/^run_id:(\h+)/, 1]
+    assert_equal({ "epoch" => "0", "run_id" => run_id }, redis.call("HGETALL", "lease_machines:token_epoch"))
+    assert_equal 2, store.reacquire(resource: R, owner: 7, ttl: 30.0, now: 1.0).lease.token
+    assert_equal :renewed, store.renew(resource: R, owner: 7, token: 2, ttl: 30.0, now: 2.0).status
+  end
+
+  def test_a_restart_without_persistence_moves_the_token_epoch_and_the_old_holder_is_refused_as_stale
+    server = own_redis
+    store = sevens_store(server)
+    store.fenced(resource: R, token: 3, now: 3.0) { report(_1, 3) }
+    server.restart # a crash: nothing was persisted, the epoch with the rest
     fresh = store.acquire(resource: R, owner: 9, ttl: 30.0, now: 4.0).lease
-    assert_equal 1, fresh.token, "Redis issued token 1 again"
-    [1, 3].each do |token| # the new holder's token, and the old holder's (from before the reset)
-      error = assert_raises(LeaseMachines::StoreError) { store.fenced(resource: R, token: token, now: 5.0) { flunk } }
-      assert_match(/fence row for "nightly-report" .*: highest 3 was never issued/, error.message)
+    assert_equal EPOCH + 1, fresh.token, "issued under epoch 1, above every token of epoch 0"
+    assert_equal [[1]], store.database.execute("SELECT epoch FROM lease_machines_token_epochs")
+    store.fenced(resource: R, token: fresh.token, now: 5.0) { report(_1, fresh.token) }
+    error = assert_raises(LeaseMachines::Fenced) { store.fenced(resource: R, token: 3, now: 6.0) { flunk } }
+    assert_equal :stale_token, error.reason
+    assert_equal [[3], [EPOCH + 1]], store.database.execute("SELECT token FROM report")
+    assert_predicate store.audit, :valid?
+  end
+
+  # A replica that lagged, promoted: here, a server started again from an older snapshot of the same data. Its
+  # epoch is the old one, set on another server process; its counters are behind tokens that holders still carry.
+  def test_a_server_behind_its_holders_never_issues_a_token_they_carry_and_their_writes_are_refused
+    server = own_redis
+    store = sevens_store(server)
+    server.client.then { |client| client.call("SAVE") && client.close } # the replica's copy: tokens up to 3
+    2.times { |n| store.reacquire(resource: R, owner: 7, ttl: 30.0, now: 3.0 + n) } # 4 and 5: lost below
+    store.fenced(resource: R, token: 5, now: 5.0) { report(_1, 5) }
+    store.reacquire(resource: R, owner: 7, ttl: 30.0, now: 6.0) # 6: 7 holds it and has not written with it yet
+    server.restart # started again from the snapshot: 7's token 3, live until 32, is all it knows
+    assert_equal 3, store.checkpoint(resource: R).lease.token
+    assert_equal :occupied, store.acquire(resource: R, owner: 9, ttl: 30.0, now: 10.0).reason
+    tokens = (0...6).map { |n| store.reacquire(resource: R, owner: 9, ttl: 30.0, now: 40.0 + n).lease.token }
+    assert_equal (1..6).map { EPOCH + _1 }, tokens, "never 4, 5 or 6 again"
+    store.fenced(resource: R, token: tokens.last, now: 47.0) { report(_1, tokens.last) }
+    [6, 5].each do |old|
+      error = assert_raises(LeaseMachines::Fenced) { store.fenced(resource: R, token: old, now: 48.0) { flunk } }
+      assert_equal :stale_token, error.reason
     end
-    assert_equal [[3]], store.database.execute("SELECT token FROM report"), "no write landed after the reset"
+    assert_equal [[5], [EPOCH + 6]], store.database.execute("SELECT token FROM report")
+  end
+
+  def test_a_new_epoch_is_taken_outside_any_transaction_of_the_fences_database
+    server = own_redis
+    store = open_store(server.url, fence: @fence)
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
+    server.restart
+    error = assert_raises(LeaseMachines::StoreError) do
+      store.database.transaction { store.acquire(resource: "other", owner: 9, ttl: 30.0, now: 1.0) }
+    end
+    assert_match(/a decision cannot commit inside an open transaction/, error.message)
+    assert_nil store.checkpoint(resource: "other").lease
+    assert_equal [[0]], store.database.execute("SELECT epoch FROM lease_machines_token_epochs"), "no epoch taken"
+    assert_equal EPOCH + 1, store.acquire(resource: "other", owner: 9, ttl: 30.0, now: 1.0).lease.token
+    assert_equal :renewed, store.renew(resource: "other", owner: 9, token: EPOCH + 1, ttl: 30.0, now: 2.0).status
+  end
+
+  def test_without_a_fence_a_restart_without_persistence_issues_the_tokens_again
+    server = own_redis
+    store = open_store(server.url)
+    3.times { |n| store.reacquire(resource: R, owner: 7, ttl: 30.0, now: n.to_f) }
+    server.restart
+    assert_equal 1, store.acquire(resource: R, owner: 9, ttl: 30.0, now: 4.0).lease.token
+    assert_equal :memory, store.durability.tier
   end
 
   def test_a_restart_of_a_server_with_aof_always_keeps_every_token

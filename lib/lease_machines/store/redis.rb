@@ -44,9 +44,10 @@ module LeaseMachines
     # == Durability
     #
     # What the server promises is read once on connect (CONFIG GET, INFO replication) as #durability: a tier,
-    # +:memory+ (no AOF: a restart loses every grant since the last snapshot, and tokens are issued again),
+    # +:memory+ (no AOF: a restart loses every grant since the last snapshot; without a fence, tokens are issued
+    # again),
     # +:aof_no+, +:aof_everysec+ or +:aof_always+ (appendfsync always: on disk before it is answered), and the
-    # replicas. A maxmemory-policy other than noeviction is refused (an evicted row would reset its token counter),
+    # replicas. A maxmemory-policy other than noeviction is refused (an evicted row would lose its holder),
     # and so is a replica. +strict:+ refuses a tier below the one named; +wait:+ N follows every commit with WAIT N in
     # its round trip, and raises StoreError when fewer replicas acknowledged it within +wait_timeout+ (the decision
     # committed on the primary then, and may be lost in a failover).
@@ -67,18 +68,36 @@ module LeaseMachines
     # postgresql:// URL or PG::Connection), whose store tables (the SQL adapters' own) keep each resource's mark and
     # the fenced writes' events. A fenced write opens the SQL transaction (on PostgreSQL, with a transaction-scoped
     # advisory lock per resource, since no SQL row of the lease is there to lock), reads the mark, then reads the
-    # lease's row from Redis, and the core checks the token against both as for every store. A Redis that lost its
-    # rows (a restart without persistence, a failover to a replica that lagged) issues tokens below the mark again:
-    # every fenced write of the resource is then refused with StoreError (the mark was never issued by this Redis),
-    # the old holders' and the new ones', until its tokens pass the mark. The one hole: once the new tokens reach the
-    # mark, the new token equal to it and an old holder's equal token are admitted alike, so a Redis that can lose
-    # its rows (#durability's :memory, :aof_no, :aof_everysec) is no fence for holders that outlive a loss. Without
-    # +fence:+, #open_fence raises NotImplementedError.
+    # lease's row from Redis, and the core checks the token against both as for every store.
+    #
+    # == Token epochs: what a Redis that lost its rows can no longer do
+    #
+    # A Redis that lost rows (a restart without persistence, a crash of :aof_everysec, a failover to a replica that
+    # lagged) would count its tokens again from what it kept, and issue a token that a holder from before the loss
+    # still carries: both would pass the fence. With a fence, every token is issued under a token epoch E, above
+    # E * 2**EPOCH_BITS: the +lease_machines:token_epoch+ hash holds E and the run_id of the server process it was
+    # set on, and the fence's database (table +lease_machines_token_epochs+, EPOCHS_SCHEMA) the highest E ever set.
+    # The COMMIT of a decision that issues a token checks both: on a server process other than the epoch's (it
+    # restarted, or another took over) or with no epoch at all, nothing is written, the next epoch is committed in
+    # the fence's database and set in Redis, and the request is decided again above its floor. So every token
+    # issued after a loss is above every token issued before it; a holder from before is refused as stale
+    # (Rejection :stale_token), never admitted beside the new one. Renewals and releases check nothing more. Each
+    # restart or failover raises the tokens by up to 2**EPOCH_BITS once, whether it lost anything or not. A store
+    # opened without +fence:+ on the same server issues tokens above the epoch's floor but never advances it:
+    # every process of an application whose writes are fenced opens its store with the fence. Without +fence:+,
+    # #open_fence raises NotImplementedError, and the tokens are only as durable as #durability's tier.
     class Redis
       URL = %r{\Arediss?://}i
       PREFIX = "lease_machines"
       INDEX = "#{PREFIX}:resources".freeze
       EVENT_IDS = "#{PREFIX}:event_ids".freeze
+      # The hash of the token epoch in force (fields epoch, and run_id: the server process that it was set on).
+      EPOCH = "#{PREFIX}:token_epoch".freeze
+      # Tokens issued under epoch E are above E * 2**EPOCH_BITS and below (E + 1) * 2**EPOCH_BITS.
+      EPOCH_BITS = 40
+      # The fence database's table of the last token epoch: one row, durable before Redis is told of it.
+      EPOCHS_SCHEMA = "CREATE TABLE IF NOT EXISTS lease_machines_token_epochs " \
+                      "(id INTEGER PRIMARY KEY CHECK (id = 1), epoch BIGINT NOT NULL CHECK (epoch >= 0))"
       # A row's columns, in the order they cross to the extension.
       COLUMNS = %w[owner token expires_at last_issued observed revision].freeze
       FLOAT_COLUMNS = %w[expires_at observed].freeze
@@ -90,7 +109,7 @@ module LeaseMachines
       TIERS = %i[memory aof_no aof_everysec aof_always].freeze
       # What each tier promises, for #durability's promise.
       TIER_PROMISES = {
-        memory: "no AOF: a restart loses every grant since the last snapshot, and issues its tokens again",
+        memory: "no AOF: a restart loses every grant since the last snapshot",
         aof_no: "appendfsync no: a crash of Redis loses nothing it answered, a crash of the machine what the OS " \
                 "had not written yet (up to about 30 s)",
         aof_everysec: "appendfsync everysec: a crash of the machine can lose the last second or two of grants",
@@ -107,20 +126,27 @@ module LeaseMachines
       # The classid of the advisory lock a fence on PostgreSQL takes per resource (with hashtext(resource)).
       FENCE_LOCK = 731_120_172
 
-      # Applies a decision made on the rows read, if the resource's stamp (KEYS[1]'s) is still ARGV[1]: the row's
-      # fields deleted and set in KEYS[2] (ARGV[6] names, ARGV[7] pairs), the stamp set to ARGV[2], the event (the
-      # pairs after those) added to the stream KEYS[3] as the next id of KEYS[4], keeping its newest ARGV[4] and
-      # deleting its two oldest if their at is below ARGV[5], and the name ARGV[3] in the index KEYS[5]. Answers the
-      # event's id, or false (nothing written). Every key's type is read before the first write, so a foreign key
-      # fails the script before it wrote anything.
+      # Applies a decision made on the rows read, if the resource's stamp (KEYS[1]'s) is still ARGV[1] and, for a
+      # decision that issues a token (ARGV[6] not empty), the token epoch KEYS[6] is still ARGV[6] ("-": none) and
+      # was set on this server process (its run_id): the row's fields deleted and set in KEYS[2] (ARGV[7] names,
+      # ARGV[8] pairs), the stamp set to ARGV[2], the event (the pairs after those) added to the stream KEYS[3] as the
+      # next id of KEYS[4], keeping its newest ARGV[4] and deleting its two oldest if their at is below ARGV[5], and
+      # the name ARGV[3] in the index KEYS[5]. Answers the event's id, false (the stamp moved) or "epoch" (the epoch
+      # is not this server's), having written nothing for either. Every key's type is read before the first write,
+      # so a foreign key fails the script before it wrote anything.
       COMMIT = <<~LUA
         if (redis.call('HGET', KEYS[1], 'stamp') or '') ~= ARGV[1] then return false end
+        if ARGV[6] ~= '' then
+          local epoch = redis.call('HMGET', KEYS[6], 'epoch', 'run_id')
+          local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
+          if (epoch[1] or '-') ~= ARGV[6] or epoch[2] ~= run_id then return 'epoch' end
+        end
         redis.call('HLEN', KEYS[2])
         redis.call('XLEN', KEYS[3])
         redis.call('ZCARD', KEYS[5])
         local id = redis.call('INCR', KEYS[4])
-        local deletes, sets = tonumber(ARGV[6]), tonumber(ARGV[7])
-        local at = 8
+        local deletes, sets = tonumber(ARGV[7]), tonumber(ARGV[8])
+        local at = 9
         if deletes > 0 then redis.call('HDEL', KEYS[2], unpack(ARGV, at, at + deletes - 1)) end
         at = at + deletes
         if sets > 0 then redis.call('HSET', KEYS[2], unpack(ARGV, at, at + 2 * sets - 1)) end
@@ -141,8 +167,14 @@ module LeaseMachines
         redis.call('ZADD', KEYS[5], 0, ARGV[3])
         return id
       LUA
+      # Sets the token epoch KEYS[1] to ARGV[1] on the server process ARGV[2], unless it is already as high.
+      SET_EPOCH = <<~LUA
+        if tonumber(redis.call('HGET', KEYS[1], 'epoch') or '-1') >= tonumber(ARGV[1]) then return 0 end
+        redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'run_id', ARGV[2])
+        return 1
+      LUA
       private_constant :URL, :PREFIX, :INDEX, :EVENT_IDS, :COLUMNS, :FLOAT_COLUMNS, :EVENT_FIELDS, :EVENT_INTEGERS,
-                       :EVENT_FLOATS, :BATCH, :FENCE_LOCK, :COMMIT, :TIER_PROMISES
+                       :EVENT_FLOATS, :BATCH, :FENCE_LOCK, :COMMIT, :TIER_PROMISES, :EPOCH, :SET_EPOCH
 
       # What the server promises of a committed decision, read when the store opened: +tier+ (one of TIERS),
       # +replicas+ (how many were connected), +wait+ (how many each commit waits for; 0: none) and +promise+, the
@@ -265,18 +297,20 @@ module LeaseMachines
 
       # One round trip: the resource's row and the server's clock. Returns [row, now or nil]; the stamp is
       # kept for the commit.
+      # With a fence, the token epoch is read with them, and each row's last_issued is raised to the epoch's floor (a
+      # missing row becomes a vacant one there), so that the core issues the epoch's tokens.
       def open_request(resource, clock: false)
-        time, values = read([self.class.key(resource, "lease")], [*COLUMNS, "stamp"])
-        @request = [resource, values.last]
-        [row_of(values.first(COLUMNS.size)), clock ? seconds(time) : nil]
+        time, epoch, values = read([self.class.key(resource, "lease")], [*COLUMNS, "stamp"])
+        rows = request(resource, values.last, epoch, [row_of(values.first(COLUMNS.size))])
+        [rows.first, clock ? seconds(time) : nil]
       end
 
       # One round trip, as #open_request's, for a semaphore: rows[i] is slot i's columns (nil: no row).
       def open_slots(resource, clock: false)
         keys = [self.class.key(resource, "lease"), self.class.key(resource, "slots")]
-        time, values, slots = read(keys, [*COLUMNS, "stamp"])
-        @request = [resource, values.last]
-        [[row_of(values.first(COLUMNS.size)), *slot_rows(slots)], clock ? seconds(time) : nil]
+        time, epoch, values, slots = read(keys, [*COLUMNS, "stamp"])
+        rows = request(resource, values.last, epoch, [row_of(values.first(COLUMNS.size)), *slot_rows(slots)])
+        [rows, clock ? seconds(time) : nil]
       end
 
       def close_request(resource, row, event) = close_slots(resource, 0, row, event)
@@ -285,18 +319,27 @@ module LeaseMachines
       # request's +event+, if the resource is still as #open_slots or #open_request read it; CONFLICT otherwise
       # (nothing written). A connection lost on the way raises StoreError saying whether it committed is unknown; a
       # WAIT that fewer replicas acknowledged raises StoreError saying it committed on the primary.
+      #
+      # With a fence, a decision that issues a token commits only under the token epoch it read, set on the server
+      # process it commits on; when the epoch is missing or was set on another process (Redis restarted, or failed
+      # over, since), or the token would leave the epoch's range, the epoch is advanced first (#advance_epoch) and
+      # the request answers CONFLICT, to be decided again above the new epoch's floor.
       def close_slots(resource, slot, row, event)
-        opened, stamp = @request
+        opened, stamp, epoch, issued = @request
         @request = nil
         raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
 
+        issues = @fence && row && row[3] != issued[slot]
+        return advance_epoch(resource, epoch) if issues && row[3] >= ((epoch || -1).to_i + 1) << EPOCH_BITS
+
         next_stamp = row ? stamp_after(resource, stamp) : stamp.to_s
         keys = [self.class.key(resource, "lease"), self.class.key(resource, slot.zero? ? "lease" : "slots"),
-                self.class.key(resource, "events"), EVENT_IDS, INDEX]
+                self.class.key(resource, "events"), EVENT_IDS, INDEX, EPOCH]
         args = [stamp.to_s, next_stamp, resource, @keep_events.to_s, text(event[1] - @events_max_age),
-                *row_arguments(slot, row), *event_pairs(slot, event)]
+                issues ? epoch || "-" : "", *row_arguments(slot, row), *event_pairs(slot, event)]
         id, acknowledged = commit(keys, args)
         return conflict(resource) if id.nil?
+        return advance_epoch(resource, epoch) if id == "epoch"
 
         @deadline = nil
         return if acknowledged.nil? || acknowledged >= @wait
@@ -320,7 +363,7 @@ module LeaseMachines
         _, highest, = @fence.open_fence(resource, savepoint: savepoint, clock: false, slot: slot)
         highest = locked_mark(resource, slot) if PostgreSQL === @fence
         key, fields = slot.zero? ? ["lease", COLUMNS] : ["slots", COLUMNS.map { "#{slot}:#{_1}" }]
-        time, values = read([self.class.key(resource, key)], fields)
+        time, _epoch, values = read([self.class.key(resource, key)], fields)
         [row_of(values), highest, clock ? seconds(time) : nil]
       end
 
@@ -494,10 +537,17 @@ module LeaseMachines
 
       def refuse(why) = raise(StoreError, "#{@name} cannot keep leases: #{why}")
 
-      # The SQL adapter of the fence's database, its store tables created where missing.
+      # The SQL adapter of the fence's database, its store tables (and the token epochs' table) created where missing.
       def open_fence_database(fence, busy_timeout, migrate)
         adapter = PostgreSQL.accepts?(fence) ? PostgreSQL : SQLite
-        adapter.new(fence, busy_timeout: busy_timeout, migrate: migrate)
+        opened = adapter.new(fence, busy_timeout: busy_timeout, migrate: migrate)
+        begin
+          opened.connection.public_send(PostgreSQL === opened ? :exec : :execute, EPOCHS_SCHEMA) if migrate
+        rescue *adapter.errors
+          opened.close
+          raise
+        end
+        opened
       rescue *adapter.errors => e
         raise StoreError, "#{@name}: cannot open the fence at #{adapter.describe(fence)}: #{adapter.message(e)}"
       end
@@ -509,15 +559,66 @@ module LeaseMachines
         @fence.read_fence(resource, slot)
       end
 
-      # One round trip (MULTI ... EXEC): [the server's TIME, the +fields+ of the hash keys[0], every field of keys[1]
-      # when given], read at one instant.
+      # One round trip (MULTI ... EXEC): [the server's TIME, the token epoch (a String; nil when there is none, or no
+      # fence), the +fields+ of the hash keys[0], every field of keys[1] when given], read at one instant.
       def read(keys, fields)
         replies = fetch(transaction: true) do |transaction|
           transaction.call("HMGET", keys[0], *fields)
           transaction.call("HGETALL", keys[1]) if keys[1]
+          transaction.call("HGET", EPOCH, "epoch") if @fence
           transaction.call("TIME")
         end
-        [replies.pop, *replies]
+        time = replies.pop
+        [time, @fence ? replies.pop : nil, *replies]
+      end
+
+      # The request's read kept for its close (the resource, its stamp, the epoch, each slot's last_issued after the
+      # floor), and its +rows+ with their last_issued (and revision) raised to the floor of +epoch+ (a missing row: a
+      # vacant one there).
+      def request(resource, stamp, epoch, rows)
+        floor = epoch.nil? ? 0 : Integer(epoch, 10) << EPOCH_BITS
+        unless floor.zero?
+          rows = rows.map do |row|
+            next [nil, nil, nil, floor, 0.0, floor] if row.nil?
+            next row unless Integer === row[3] && row[3] < floor && Integer === row[5]
+
+            row.dup.tap do # a row's revision counts its grants at least, so it rises with them
+              _1[3] = floor
+              _1[5] = [row[5], floor].max
+            end
+          end
+        end
+        @request = [resource, stamp, epoch, rows.map { _1&.[](3) }]
+        rows
+      rescue ArgumentError
+        raise StoreError, "corrupt token epoch in #{@name}: #{epoch.inspect}"
+      end
+
+      # The server this store talks to is not the process its token epoch was set on (or has none, or a token would
+      # leave the epoch's range): the next epoch, above every epoch the fence's database or the server knows, is
+      # committed in the fence's database first (never inside a transaction there: Store decides nothing inside
+      # one), then set in Redis with this process's run_id. Every token issued after it is above every token issued
+      # before it, whatever Redis lost. Returns CONFLICT: the request is decided again.
+      def advance_epoch(resource, seen)
+        run_id = fetch("INFO", "server")[/^run_id:(\h+)/, 1]
+        epoch = next_epoch(seen && Integer(seen, 10))
+        fetch("EVAL", SET_EPOCH, 1, EPOCH, epoch.to_s, run_id)
+        conflict(resource)
+      end
+
+      # The next epoch, committed in the fence's database: 0 for the first (none there, none in Redis), else one above
+      # the higher of the database's and +seen+ (Redis's).
+      def next_epoch(seen)
+        first = seen.nil? ? 0 : seen + 1
+        if PostgreSQL === @fence
+          sql = "INSERT INTO lease_machines_token_epochs (id, epoch) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET " \
+                "epoch = GREATEST(lease_machines_token_epochs.epoch + 1, EXCLUDED.epoch) RETURNING epoch"
+          Integer(@fence.connection.exec_params(sql, [first]).getvalue(0, 0), 10)
+        else
+          sql = "INSERT INTO lease_machines_token_epochs (id, epoch) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET " \
+                "epoch = max(lease_machines_token_epochs.epoch + 1, excluded.epoch) RETURNING epoch"
+          @fence.connection.execute(sql, [first]).first.first
+        end
       end
 
       # A round trip that writes nothing: +command+, or the block's pipeline (MULTI ... EXEC with +transaction+). Made
