@@ -200,8 +200,8 @@ class StoreRedisTest < Minitest::Test
     assert_operator tokens.min, :>, EPOCH, "every one above epoch 0's"
     epoch = redis(server.url).call("HGET", "lease_machines:token_epoch", "epoch")
     assert_operator tokens.max, :<, (Integer(epoch) + 1) * EPOCH
-    assert_equal [[Integer(epoch)]], open_store(server.url, fence: @fence).database
-                                                                          .execute("SELECT epoch FROM lease_machines_token_epochs")
+    committed = open_store(server.url, fence: @fence).database.execute("SELECT epoch FROM lease_machines_token_epochs")
+    assert_equal [[Integer(epoch)]], committed, "the fence's database holds the epoch Redis has"
   end
 
   def test_a_request_that_keeps_losing_the_race_gives_up_after_busy_timeout
@@ -447,13 +447,17 @@ class StoreRedisTest < Minitest::Test
     assert_equal :renewed, store.renew(resource: "other", owner: 9, token: EPOCH + 1, ttl: 30.0, now: 2.0).status
   end
 
-  def test_without_a_fence_a_restart_without_persistence_issues_the_tokens_again
+  def test_without_a_fence_a_restart_without_persistence_issues_the_tokens_again_until_a_fenced_store_moves_the_epoch
     server = own_redis
+    fenced = open_store(server.url, fence: @fence)
     store = open_store(server.url)
-    3.times { |n| store.reacquire(resource: R, owner: 7, ttl: 30.0, now: n.to_f) }
+    3.times { |n| fenced.reacquire(resource: R, owner: 7, ttl: 30.0, now: n.to_f) } # epoch 0
     server.restart
-    assert_equal 1, store.acquire(resource: R, owner: 9, ttl: 30.0, now: 4.0).lease.token
+    assert_equal 1, store.acquire(resource: R, owner: 9, ttl: 30.0, now: 4.0).lease.token, "issued again"
     assert_equal :memory, store.durability.tier
+    assert_equal EPOCH + 1, fenced.reacquire(resource: R, owner: 9, ttl: 30.0, now: 5.0).lease.token, "epoch 1"
+    assert_equal EPOCH + 1, store.acquire(resource: "other", owner: 9, ttl: 30.0, now: 6.0).lease.token,
+                 "a store without the fence issues above the epoch's floor too"
   end
 
   def test_a_restart_of_a_server_with_aof_always_keeps_every_token
@@ -462,6 +466,20 @@ class StoreRedisTest < Minitest::Test
     3.times { |n| store.reacquire(resource: R, owner: 7, ttl: 30.0, now: n.to_f) }
     server.restart
     assert_equal 4, store.reacquire(resource: R, owner: 7, ttl: 30.0, now: 5.0).lease.token
+    assert_predicate store.audit, :valid?
+  end
+
+  def test_a_restart_of_a_server_with_aof_always_loses_no_holder_and_moves_the_token_epoch_once
+    server = own_redis("--appendonly", "yes", "--appendfsync", "always")
+    store = sevens_store(server)
+    store.fenced(resource: R, token: 3, now: 3.0) { report(_1, 3) }
+    server.restart
+    assert_equal :renewed, store.renew(resource: R, owner: 7, token: 3, ttl: 30.0, now: 4.0).status, "kept"
+    store.fenced(resource: R, token: 3, now: 5.0) { report(_1, 3) }
+    assert_equal :occupied, store.acquire(resource: R, owner: 9, ttl: 30.0, now: 6.0).reason
+    tokens = (7..8).map { store.reacquire(resource: R, owner: 7, ttl: 30.0, now: _1).lease.token }
+    assert_equal [EPOCH + 1, EPOCH + 2], tokens
+    assert_equal [[3], [3]], store.database.execute("SELECT token FROM report")
     assert_predicate store.audit, :valid?
   end
 

@@ -297,8 +297,8 @@ module LeaseMachines
 
       # One round trip: the resource's row and the server's clock. Returns [row, now or nil]; the stamp is
       # kept for the commit.
-      # With a fence, the token epoch is read with them, and each row's last_issued is raised to the epoch's floor (a
-      # missing row becomes a vacant one there), so that the core issues the epoch's tokens.
+      # The token epoch is read with them, and each row's last_issued is raised to the epoch's floor (a missing row
+      # becomes a vacant one there), so that the core issues the epoch's tokens.
       def open_request(resource, clock: false)
         time, epoch, values = read([self.class.key(resource, "lease")], [*COLUMNS, "stamp"])
         rows = request(resource, values.last, epoch, [row_of(values.first(COLUMNS.size))])
@@ -559,17 +559,17 @@ module LeaseMachines
         @fence.read_fence(resource, slot)
       end
 
-      # One round trip (MULTI ... EXEC): [the server's TIME, the token epoch (a String; nil when there is none, or no
-      # fence), the +fields+ of the hash keys[0], every field of keys[1] when given], read at one instant.
+      # One round trip (MULTI ... EXEC): [the server's TIME, the token epoch (a String; nil when there is none), the
+      # +fields+ of the hash keys[0], every field of keys[1] when given], read at one instant.
       def read(keys, fields)
         replies = fetch(transaction: true) do |transaction|
           transaction.call("HMGET", keys[0], *fields)
           transaction.call("HGETALL", keys[1]) if keys[1]
-          transaction.call("HGET", EPOCH, "epoch") if @fence
+          transaction.call("HGET", EPOCH, "epoch")
           transaction.call("TIME")
         end
         time = replies.pop
-        [time, @fence ? replies.pop : nil, *replies]
+        [time, replies.pop, *replies]
       end
 
       # The request's read kept for its close (the resource, its stamp, the epoch, each slot's last_issued after the
