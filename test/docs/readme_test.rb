@@ -53,6 +53,23 @@ class ReadmeTest < Minitest::Test
     "#{cluster.url}?options=-csearch_path%3D#{schema}"
   end
 
+  # The URL of a throwaway redis-server that syncs every write (appendfsync always), stopped after the test; nil where
+  # there is no redis-server or redis-client gem.
+  def redis_url
+    require_relative "../../examples/support/redis_server"
+    require "redis-client"
+    @redis = RedisServer.new(File.join(LeaseMachines::TestSupport::TMP, "readme-redis-#{Process.pid}"),
+                             args: %w[--appendonly yes --appendfsync always]).start
+    @redis.url
+  rescue LoadError, RedisServer::Error
+    nil
+  end
+
+  def teardown
+    @redis&.destroy
+    super
+  end
+
   def test_the_readme_has_ruby_examples
     assert_operator self.class.blocks.size, :>=, 10
   end
@@ -69,9 +86,12 @@ class ReadmeTest < Minitest::Test
     end
     database_url = postgres_schema_url
     ENV["LEASE_MACHINES_DATABASE_URL"] = database_url
+    ENV["LEASE_MACHINES_REDIS_URL"] = redis = redis_url
     self.class.blocks.each do |block|
       # The PostgreSQL store's example needs a server and the pg gem (the suite's throwaway cluster).
       next if database_url.nil? && block.source.include?("LEASE_MACHINES_DATABASE_URL")
+      # The Redis store's example needs a redis-server and the redis-client gem.
+      next if redis.nil? && block.source.include?("LEASE_MACHINES_REDIS_URL")
       # The SQLite store's example needs the sqlite3 gem, which the gem does not depend on.
       next if !SQLITE3 && block.source.match?(%r{lease_machines/store|LeaseMachines::Store\b})
       # The Rails jobs example needs ActiveJob and ActiveRecord, development dependencies of the gem.
@@ -80,7 +100,8 @@ class ReadmeTest < Minitest::Test
       scope.eval(self.class.instrument(block), README, block.line)
     end
 
-    assert_operator checks.size, :>=, database_url ? 45 : 40, "the README's annotated lines all ran"
+    assert_operator checks.size, :>=, 40 + (database_url ? 5 : 0) + (redis ? 4 : 0),
+                    "the README's annotated lines all ran"
     checks.each do |actual, expected, line|
       want = eval(expected, binding, README, line) # rubocop:disable Security/Eval
       message = "README.md:#{line}: expected #{expected}, got #{actual.inspect}"
