@@ -601,6 +601,8 @@ module LeaseMachines
       # before it, whatever Redis lost. Returns CONFLICT: the request is decided again.
       def advance_epoch(resource, seen)
         run_id = fetch("INFO", "server")[/^run_id:(\h+)/, 1]
+        raise StoreError, "#{@name}: INFO server names no run_id, which token epochs need" unless run_id
+
         epoch = next_epoch(seen && Integer(seen, 10))
         fetch("EVAL", SET_EPOCH, 1, EPOCH, epoch.to_s, run_id)
         conflict(resource)
