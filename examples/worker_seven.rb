@@ -12,6 +12,10 @@
 # the store decides on the server's clock, so the skew changes nothing. Without namespaces (not root, ...) the
 # workers run as local processes, clocks still skewed.
 #
+# With --redis the leases are in Redis (a throwaway redis-server with appendfsync always, or the server of a redis://
+# URL) and the report with its fence in the SQL database: the Redis store issues the tokens, on Redis's clock, and
+# Store#fenced checks them in the SQL transaction that writes the line.
+#
 # The run prints a timeline and a verdict read back from the database, and exits 1 if a stale write landed or two
 # holders' writes interleaved, 2 for a usage error (one line on stderr).
 require_relative "support/command_line"
@@ -35,7 +39,8 @@ def number(text, range, must) = CommandLine.number(text, range, must)
 MAX_TTL = 60.0
 MAX_SECONDS = 600.0
 
-options = { workers: 3, ttl: 1.0, duration: 6.0, pause: nil, database: nil, fence: true, postgres: false }
+options = { workers: 3, ttl: 1.0, duration: 6.0, pause: nil, database: nil, fence: true, postgres: false,
+            redis: nil }
 # Without OptionParser's own --version and --*-completion-* options (which print and exit with status 1 or 0).
 parser = OptionParser.new.tap { _1.base.long.clear }
 parser.banner = "Usage: bin/worker-seven [options]"
@@ -44,6 +49,7 @@ parser.separator "Worker processes take turns writing the nightly report through
 parser.separator "(SIGSTOP) longer than its TTL and its late write meets the fence."
 parser.separator "On PostgreSQL every worker's wall clock is off by up to #{MAX_SKEW.to_i}s, and on a throwaway server"
 parser.separator "each runs on a simulated host of its own (a network namespace, as root); the server's clock decides."
+parser.separator "With --redis the leases are in Redis, on its clock, and the fence in the SQL database."
 parser.separator "Exit status: 0 safe, 1 unsafe, 2 a usage error."
 parser.separator ""
 parser.on("--workers N", "worker processes (2 to 8, default 3)") do
@@ -63,6 +69,10 @@ parser.on("--database PATH|URL", "SQLite file (default: a fresh temporary file),
   options[:database] = _1
 end
 parser.on("--postgres", "on PostgreSQL (a throwaway server, without a --database URL)") { options[:postgres] = true }
+parser.on("--redis [URL]", "the leases in Redis: a throwaway redis-server (appendfsync always), or the server at a",
+          "redis:// URL; the report and its fence stay in the --database") do
+  options[:redis] = _1 || true
+end
 parser.on("--without-fence", "write without the fence, to see the stale write land (the verdict fails)") do
   options[:fence] = false
 end
@@ -71,6 +81,14 @@ CommandLine.parse("worker-seven", parser, ENV.key?(WORKER) ? [] : ARGV)
 options[:pause] ||= options[:ttl] * 2.5
 unless options[:pause] > options[:ttl]
   usage_error("--pause #{options[:pause]} must exceed --ttl #{options[:ttl]}, or nothing happens")
+end
+if String === options[:redis] && !options[:redis].match?(%r{\Arediss?://}i)
+  usage_error("--redis takes a redis:// URL, not #{options[:redis].inspect}")
+end
+
+# The worker's lease store: on the SQL +database+, or in Redis at +redis+ with its fence in +database+.
+def open_store(database, redis)
+  redis ? LeaseMachines::Store.new(redis, fence: database) : LeaseMachines::Store.new(database)
 end
 
 # One timeline for every process of a run: seconds on the machine's monotonic clock since the run started.
@@ -118,8 +136,6 @@ module Report
     postgresql?(db) ? db.exec("SET client_min_messages TO warning; #{sql}") : db.execute_batch(sql)
   end
 
-  # The server's clock (PostgreSQL), Float seconds since the epoch.
-  def server_now(db) = Float(execute(db, "SELECT extract(epoch FROM clock_timestamp())::float8").dig(0, 0))
 end
 
 # One worker's life: take the lease, write report lines through the fence while the Holder says it is safe,
@@ -199,7 +215,7 @@ def own_clock(job) = Process.clock_gettime(Process::CLOCK_REALTIME) + job.fetch(
 # What the lease's expiry looks like by the worker's own, skewed clock, and by the server's, which decides.
 def own_clock_says(store, job, lease)
   own = lease.expires_at - own_clock(job)
-  server = lease.expires_at - Report.server_now(store.database)
+  server = lease.expires_at - store.now
   by_own = own.positive? ? format("has %.1fs to run", own) : format("ran out %.1fs ago", -own)
   Timeline.say("worker #{job.fetch(:id)}", format("by its own clock (%+.1fs) the lease %s; by the server's, which " \
                                                   "decides, it ran out %.1fs ago", job.fetch(:offset), by_own, -server))
@@ -211,8 +227,8 @@ if (orders = ENV.delete(WORKER))
   job = JSON.parse(orders, symbolize_names: true)
   require "lease_machines/store"
   Timeline.start(job.fetch(:started))
-  store = LeaseMachines::Store.new(job.fetch(:database))
-  skew = (own_clock(job) - Report.server_now(store.database)).round(2).then { _1.zero? ? 0.0 : _1 }
+  store = open_store(job.fetch(:database), job[:redis])
+  skew = (own_clock(job) - store.now).round(2).then { _1.zero? ? 0.0 : _1 }
   IO.for_fd(READY_FD).tap do |ready|
     ready.puts(format("on %s, clock %+.1fs (%s; measured against the server's: %+.2fs)", job.fetch(:host),
                       job.fetch(:offset), job.fetch(:injected).zero? ? "libfaketime" : "injected", skew))
@@ -255,9 +271,26 @@ else
   database = options[:database] || File.join(Dir.mktmpdir("worker-seven"), "leases.sqlite3")
 end
 
+# The leases' Redis: the --redis URL, or a throwaway server (reached by the hosts too) that keeps every grant.
+redis = options[:redis]
+if redis == true
+  require_relative "support/redis_server"
+  bind = hosts ? ["--bind", "127.0.0.1 #{hosts.server_address}", "--protected-mode", "no"] : []
+  redis_server = RedisServer.new(File.join(here, "tmp", "worker-seven-redis-#{Process.pid}"),
+                                 args: ["--appendonly", "yes", "--appendfsync", "always", *bind])
+  begin
+    redis_server.start
+  rescue RedisServer::Error, LoadError => e
+    usage_error("--redis needs a redis-server and the redis-client gem: #{e.message}")
+  end
+  parent = Process.pid
+  at_exit { redis_server.destroy if Process.pid == parent } # not in a forked worker
+  redis = redis_server.url
+end
+
 begin
-  setup = LeaseMachines::Store.new(database)
-rescue LeaseMachines::StoreError => e
+  setup = open_store(database, redis)
+rescue LeaseMachines::StoreError, LoadError => e
   usage_error(e.message)
 end
 Report.create(setup.database)
@@ -265,6 +298,10 @@ setup.close
 Timeline.say("run", "#{local}: the workers run as local processes") if local
 shown = postgres ? LeaseMachines::Store::PostgreSQL.describe(database) : database
 shown += " (a throwaway server; the hosts reach it at #{hosts.server_address})" if hosts
+if redis
+  kept = redis_server ? " (a throwaway redis-server, appendfsync always)" : ""
+  shown = "leases in #{LeaseMachines::Store::Redis.describe(redis)}#{kept}; the report and its fence in #{shown}"
+end
 Timeline.say("run", "#{options[:workers]} workers, ttl #{options[:ttl]}s, worker 7 stalls #{options[:pause]}s; " \
                     "#{shown}")
 job = { run: run, ttl: options[:ttl], fence: options[:fence] }
@@ -289,7 +326,7 @@ end
 launchers = WORKER_IDS.each_with_index.map do |id, index|
   unless postgres
     next lambda do |deadline|
-      fork { work(LeaseMachines::Store.new(database), job.merge(id: id), deadline) }.tap { workers << _1 }
+      fork { work(open_store(database, redis), job.merge(id: id), deadline) }.tap { workers << _1 }
     end
   end
 
@@ -299,7 +336,8 @@ launchers = WORKER_IDS.each_with_index.map do |id, index|
   orders = job.merge(id: id, started: Timeline.started, offset: offset, injected: faked ? 0.0 : offset,
                      host: host ? "host #{host.address} (namespace #{host.namespace})" : "this machine",
                      database: host ? "postgresql://postgres@#{hosts.server_address}:#{cluster.port}/postgres" \
-                                    : database)
+                                    : database,
+                     redis: host && redis_server ? redis.sub("127.0.0.1", hosts.server_address) : redis)
   env = { WORKER => JSON.generate(orders) }
   env.merge!("LD_PRELOAD" => FAKETIME, "FAKETIME" => format("%+.1fs", offset), "FAKETIME_DONT_FAKE_MONOTONIC" => "1") \
     if faked
@@ -339,7 +377,7 @@ end
 pids.drop(1).each { |pid| Process.waitpid(pid) }
 
 # The verdict, from what the database committed.
-store = LeaseMachines::Store.new(database)
+store = open_store(database, redis)
 db = store.database
 tokens = Report.execute(db, "SELECT token FROM nightly_report WHERE run = ? ORDER BY id", [run])
                .flatten.map { Integer(_1) }

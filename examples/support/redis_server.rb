@@ -30,6 +30,7 @@ class RedisServer
   # Starts the server on a free port (the same one again after #restart). Returns self. Raises Error when there is
   # no redis-server, or it does not answer within TIMEOUT (with the tail of its log).
   def start
+    require "redis-client"
     binary = ENV.fetch("PATH", "").split(File::PATH_SEPARATOR).map { File.join(_1, BINARY) }
                 .find { File.executable?(_1) }
     raise Error, "no #{BINARY} on PATH (Debian 12's redis-server package, which bin/setup installs)" unless binary

@@ -3,11 +3,14 @@
 require "test_helper"
 require "open3"
 require_relative "../../examples/support/hosts"
+require "support/redis_support"
 
 # bin/worker-seven as a user runs it: worker 7's stale write is refused and the verdict is safe; without the fence
 # the same story ends with the stale write landing and a failing verdict. On SQLite, and on PostgreSQL with each
-# worker on a simulated host (a network namespace, where this process can make them) with its clock skewed.
+# worker on a simulated host (a network namespace, where this process can make them) with its clock skewed; with the
+# leases in Redis (--redis) and the fence in SQLite or PostgreSQL.
 class WorkerSevenTest < Minitest::Test
+  include RedisStoreSupport
   COMMAND = File.expand_path("../../bin/worker-seven", __dir__)
 
   def setup
@@ -16,20 +19,31 @@ class WorkerSevenTest < Minitest::Test
     requires_sqlite3!
   end
 
-  def test_the_stale_write_is_refused
-    output, status = Open3.capture2e(COMMAND, "--workers", "3", "--ttl", "0.5", "--duration", "3")
+  # A run with +args+ that tells worker 7's story and ends safe, its stale write refused. Returns its output.
+  def run_safe(*args)
+    output, status = Open3.capture2e(COMMAND, *args)
     assert status.success?, output
-    assert_match(/worker 7\s+stalls before writing line 3 \(SIGSTOP\), still holding token 1/, output)
     assert_match(/worker 7\s+REFUSED: token 1 is older than the fence's \d+/, output)
     assert_match(/^stale writes landed: 0; holders interleaved: 0$/, output)
     assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
+    output
   end
 
-  def test_without_the_fence_the_stale_write_lands_and_the_verdict_fails
-    output, status = Open3.capture2e(COMMAND, "--ttl", "0.5", "--duration", "3", "--without-fence")
+  # A run with +args+ whose stale write lands: the verdict fails with exit status 1.
+  def assert_unsafe(*args)
+    output, status = Open3.capture2e(COMMAND, *args)
     assert_equal 1, status.exitstatus, output
     assert_match(/^stale writes landed: [1-9]/, output)
     assert_match(/^VERDICT: UNSAFE$/, output)
+  end
+
+  def test_the_stale_write_is_refused
+    output = run_safe("--workers", "3", "--ttl", "0.5", "--duration", "3")
+    assert_match(/worker 7\s+stalls before writing line 3 \(SIGSTOP\), still holding token 1/, output)
+  end
+
+  def test_without_the_fence_the_stale_write_lands_and_the_verdict_fails
+    assert_unsafe("--ttl", "0.5", "--duration", "3", "--without-fence")
   end
 
   # A usage error is one line on stderr, nothing on stdout, and exit status 2 (1 is the unsafe verdict's); before,
@@ -47,21 +61,48 @@ class WorkerSevenTest < Minitest::Test
       %w[--databse x.sqlite3] => "invalid option: --databse (did you mean --database?)",
       %w[--version] => "invalid option: --version",
       %w[--workers 3 extra] => "unexpected argument \"extra\" (it takes options only)",
-      %w[--postgres --database x.sqlite3] => "--postgres takes a postgresql:// URL as --database, not \"x.sqlite3\""
+      %w[--postgres --database x.sqlite3] => "--postgres takes a postgresql:// URL as --database, not \"x.sqlite3\"",
+      %w[--redis localhost:6379] => "--redis takes a redis:// URL, not \"localhost:6379\""
     }.then { assert_usage_errors(COMMAND, "worker-seven", _1) }
     output, errors, status = Open3.capture3(COMMAND, "--help")
     assert_equal [0, ""], [status.exitstatus, errors]
     assert_match(/\AUsage: bin\/worker-seven \[options\]$/, output)
     assert_match(/^Exit status: 0 safe, 1 unsafe, 2 a usage error\.$/, output)
     assert_match(/^\s+--postgres\s+on PostgreSQL/, output)
+    assert_match(/^\s+--redis \[URL\]\s+the leases in Redis/, output)
+  end
+
+  # The leases in a throwaway redis-server (appendfsync always), the tokens issued by the Redis store on Redis's
+  # clock; the report and its fence in SQLite, where the stale token is refused.
+  def test_with_the_leases_in_redis_the_stale_write_is_refused
+    require_redis!
+    output = run_safe("--redis", "--ttl", "0.5", "--duration", "3")
+    assert_match(%r{ leases in redis://127\.0\.0\.1:\d+ \(a throwaway redis-server, appendfsync always\); }, output)
+    assert_match(%r{\); the report and its fence in /\S+\.sqlite3$}, output)
+    assert_match(/worker 7\s+stalls before writing line 3 \(SIGSTOP\), still holding token 1$/, output)
+  end
+
+  def test_with_the_leases_in_redis_without_the_fence_the_stale_write_lands
+    require_redis!
+    assert_unsafe("--redis", "--ttl", "0.5", "--duration", "3", "--without-fence")
+  end
+
+  # Jobs on Redis, data in PostgreSQL: each worker on a host of its own reaches both servers, its clock skewed; the
+  # Redis server's clock decides the leases, PostgreSQL's fence refuses worker 7.
+  def test_with_the_leases_in_redis_and_the_fence_in_postgres_the_stale_write_is_refused
+    require_redis!
+    require_postgres!
+    output = run_safe("--postgres", "--redis", "--ttl", "0.5", "--duration", "3")
+    refute_match(/NOTICE/, output)
+    assert_match(%r{ leases in redis://127\.0\.0\.1:\d+ \(.*\); the report and its fence in postgresql://}, output)
+    assert_match(/worker 7\s+by its own clock \(-90\.0s\) the lease has \d+\.\ds to run; by the server's/, output)
   end
 
   # Worker 7's clock is 90 s behind the server's, worker 12's right, worker 19's 90 s ahead: the store decides on
   # the server's clock, and the fence refuses worker 7 as on SQLite.
   def test_on_postgres_the_workers_run_on_hosts_of_their_own_with_skewed_clocks_and_the_stale_write_is_refused
     require_postgres!
-    output, status = Open3.capture2e(COMMAND, "--postgres", "--ttl", "0.5", "--duration", "3")
-    assert status.success?, output
+    output = run_safe("--postgres", "--ttl", "0.5", "--duration", "3")
     { 7 => -90.0, 12 => 0.0, 19 => 90.0 }.each do |id, offset|
       where = TestHosts.available? ? 'host 10\.213\.\d+\.\d+ \(namespace lmw\d+-\d\)' : "this machine"
       line = output[/^.*worker #{id}\s+on #{where}, clock #{Regexp.escape(format("%+.1f", offset))}s \(.*$/]
@@ -71,17 +112,11 @@ class WorkerSevenTest < Minitest::Test
     assert_match(/^\s*\S+s\s+run\s+no network namespaces \(.+\): the workers run as local processes$/, output) \
       unless TestHosts.available?
     assert_match(/worker 7\s+by its own clock \(-90\.0s\) the lease has \d+\.\ds to run; by the server's/, output)
-    assert_match(/worker 7\s+REFUSED: token 1 is older than the fence's \d+/, output)
-    assert_match(/^stale writes landed: 0; holders interleaved: 0$/, output)
-    assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
   end
 
   def test_on_postgres_without_the_fence_the_stale_write_lands_and_the_verdict_fails
     require_postgres!
-    output, status = Open3.capture2e(COMMAND, "--postgres", "--ttl", "0.5", "--duration", "3", "--without-fence")
-    assert_equal 1, status.exitstatus, output
-    assert_match(/^stale writes landed: [1-9]/, output)
-    assert_match(/^VERDICT: UNSAFE$/, output)
+    assert_unsafe("--postgres", "--ttl", "0.5", "--duration", "3", "--without-fence")
   end
 
   # A server that cannot be reached, or a database it does not have: one line on stderr, nothing on stdout, exit 2.

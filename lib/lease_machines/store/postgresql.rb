@@ -816,11 +816,15 @@ module LeaseMachines
         format && Integer(format)
       end
 
-      def create_schema
-        @connection.transaction do |connection|
-          connection.exec("SET LOCAL client_min_messages = warning") # no "already exists, skipping" notices
+      def create_schema = self.class.create_tables(@connection, SCHEMA)
+
+      # Runs +sql+ (CREATE TABLE IF NOT EXISTS ...) on +connection+ in a transaction of its own, one process at a time,
+      # without "already exists, skipping" notices.
+      def self.create_tables(connection, sql)
+        connection.transaction do
+          connection.exec("SET LOCAL client_min_messages = warning")
           connection.exec(CREATE_LOCK)
-          connection.exec(SCHEMA)
+          connection.exec(sql)
         end
       end
 

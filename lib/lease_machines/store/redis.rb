@@ -542,7 +542,7 @@ module LeaseMachines
         adapter = PostgreSQL.accepts?(fence) ? PostgreSQL : SQLite
         opened = adapter.new(fence, busy_timeout: busy_timeout, migrate: migrate)
         begin
-          opened.connection.public_send(PostgreSQL === opened ? :exec : :execute, EPOCHS_SCHEMA) if migrate
+          create_epochs(opened.connection, PostgreSQL === opened) if migrate
         rescue *adapter.errors
           opened.close
           raise
@@ -550,6 +550,17 @@ module LeaseMachines
         opened
       rescue *adapter.errors => e
         raise StoreError, "#{@name}: cannot open the fence at #{adapter.describe(fence)}: #{adapter.message(e)}"
+      end
+
+      # The token epochs' table created in the fence's database where it is missing. On PostgreSQL only then, in a
+      # transaction of its own (PostgreSQL.create_tables), unless the connection is in the application's transaction
+      # (a fence on an ActiveRecord connection): then the table is created in it.
+      def create_epochs(connection, postgresql)
+        return connection.execute(EPOCHS_SCHEMA) unless postgresql
+        return if connection.exec("SELECT to_regclass('lease_machines_token_epochs')").getvalue(0, 0)
+        return connection.exec(EPOCHS_SCHEMA) unless connection.transaction_status == ::PG::PQTRANS_IDLE
+
+        PostgreSQL.create_tables(connection, EPOCHS_SCHEMA)
       end
 
       # The fence's mark read again once the resource's advisory lock is held (PostgreSQL): two fenced writes of a
