@@ -17,6 +17,12 @@
 # the job's own ActiveRecord transaction (the store's check under a savepoint), and the store decides on the
 # server's clock.
 #
+# With --redis the jobs run on Sidekiq: each worker process runs Sidekiq 7's launcher (embedded, on a queue of its own)
+# through ActiveJob's :sidekiq adapter, its retries scheduled in Redis; the leases are in Redis too (the Redis store,
+# on Redis's clock), and the report with its fence stays in the SQL database, where the stale token is refused in
+# the job's own ActiveRecord transaction. The Redis is a throwaway redis-server with appendfsync always, or the
+# server of a redis:// URL.
+#
 # The run prints a timeline and a verdict read back from the database, and exits 1 if a stale write landed (a line
 # with an older token than one before it in its slot) or more jobs than the limit wrote at once (their first to last
 # lines overlapping in commit order), 2 when inconclusive or for a usage error (one line on stderr).
@@ -33,7 +39,8 @@ MAX_PAUSE = 30.0
 # The most copies of the job --limit lets run at once.
 MAX_LIMIT = 3
 
-options = { workers: nil, limit: 1, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true, postgres: false }
+options = { workers: nil, limit: 1, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true, postgres: false,
+            redis: nil }
 # Without OptionParser's own --version and --*-completion-* options (which print and exit with status 1 or 0).
 parser = OptionParser.new.tap { _1.base.long.clear }
 parser.banner = "Usage: bin/nightly-report [options]"
@@ -41,6 +48,7 @@ parser.separator ""
 parser.separator "Worker processes perform NightlyReportJob (holds_lease) for one account through ActiveJob;"
 parser.separator "worker 7's job stalls (SIGSTOP) longer than its TTL and its late write meets the fence."
 parser.separator "With --limit N, up to N jobs write at once, each in a slot of its own, and never N + 1."
+parser.separator "With --redis the jobs run on Sidekiq, with their leases in Redis and the fence in the database."
 parser.separator "Exit status: 0 safe, 1 unsafe, 2 inconclusive or a usage error."
 parser.separator ""
 parser.on("--workers N", "worker processes (2 to 8, more than the limit; default 3, or the limit + 2)") do
@@ -65,6 +73,10 @@ end
 parser.on("--postgres", "on PostgreSQL (a throwaway server under tmp/, without a --database URL)") do
   options[:postgres] = true
 end
+parser.on("--redis [URL]", "the jobs on Sidekiq and the leases in Redis: a throwaway redis-server (appendfsync",
+          "always), or the server at a redis:// URL; the report and its fence stay in the --database") do
+  options[:redis] = _1 || true
+end
 parser.on("--without-fence", "write without lease.fenced, to see the stale write land (the verdict fails)") do
   options[:fence] = false
 end
@@ -76,6 +88,9 @@ unless options[:workers] > options[:limit]
 end
 unless options[:pause] > options[:ttl]
   usage_error("--pause #{options[:pause]} must exceed --ttl #{options[:ttl]}, or nothing happens")
+end
+if String === options[:redis] && !options[:redis].match?(%r{\Arediss?://}i)
+  usage_error("--redis takes a redis:// URL, not #{options[:redis].inspect}")
 end
 postgres, url = CommandLine.database("nightly-report", options)
 POSTGRES = postgres
@@ -102,6 +117,30 @@ end
 SCRATCH = options[:database] || POSTGRES ? nil : Dir.mktmpdir("nightly-report")
 at_exit { FileUtils.remove_entry(SCRATCH) if SCRATCH && Process.pid == PARENT }
 DATABASE = url || options[:database] || File.join(SCRATCH, "app.sqlite3")
+# The leases' Redis (--redis): the URL given, or a throwaway server under the checkout's tmp/ that keeps every grant.
+redis = options[:redis]
+if redis
+  begin
+    require "sidekiq"
+    require "active_job"
+    require "active_job/queue_adapters/sidekiq_adapter"
+  rescue LoadError => e
+    usage_error("--redis needs the sidekiq gem: #{e.message}")
+  end
+end
+if redis == true
+  require_relative "support/redis_server"
+  redis_server = RedisServer.new(File.expand_path("../tmp/nightly-report-redis-#{PARENT}", __dir__),
+                                 args: ["--appendonly", "yes", "--appendfsync", "always"])
+  begin
+    redis_server.start
+  rescue RedisServer::Error, LoadError => e
+    usage_error("--redis needs a redis-server and the redis-client gem: #{e.message}")
+  end
+  at_exit { redis_server.destroy if Process.pid == PARENT }
+  redis = redis_server.url
+end
+REDIS = redis
 
 def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
@@ -195,15 +234,20 @@ class NightlyReportJob < ActiveJob::Base
   end
 end
 
-# The lease store's tables, in the application's database: the fence checks the tokens the store issued. A database
-# the store cannot open (no server there, tables of another kind) is a usage error.
+# The lease store: in the application's database, where the fence checks the tokens the store issued; or in Redis,
+# with its fence (and its tables) in the application's database. A database the store cannot open (no server there,
+# tables of another kind) is a usage error.
+def open_store = REDIS ? LeaseMachines::Store.new(REDIS, fence: DATABASE) : LeaseMachines::Store.new(DATABASE)
+
 begin
-  setup = LeaseMachines::Store.new(DATABASE)
-rescue LeaseMachines::StoreError => e
+  setup = open_store
+rescue LeaseMachines::StoreError, LoadError => e
   usage_error(e.message)
 end
 shown = setup.path # a PostgreSQL URL without its password
 shown += " (a throwaway server)" if cluster
+shown += ", Sidekiq #{Sidekiq::VERSION}" if REDIS
+shown = shown.sub(" (its fence: ", " (a throwaway redis-server, appendfsync always; its fence: ") if redis_server
 setup.close
 connect
 ActiveRecord::Migration.verbose = false
@@ -231,12 +275,32 @@ limited = LIMIT > 1 ? ", up to #{LIMIT} jobs at once" : ""
 say("run", "#{options[:workers]} workers#{limited}, ttl #{options[:ttl]}s, worker 7 stalls #{options[:pause]}s; " \
            "#{shown}")
 
+# A Sidekiq process's launcher, embedded in the worker process: it fetches the jobs of the worker's own queue (so
+# that worker 7's job runs in the process that stalls), and its scheduler moves the retries that are due back to their
+# queues every 0.1 s or so (Sidekiq's default is 5 s, for production). The scheduler's first poll comes at a random
+# moment of its first SIDEKIQ_WARMUP seconds: the worker waits that out before its job is enqueued, so that the other
+# workers' retries run on time and a successor takes over while worker 7 is stopped.
+SIDEKIQ_WARMUP = 5.0
+
+def start_sidekiq(worker)
+  ActiveJob::Base.queue_adapter = :sidekiq
+  Sidekiq.configure_client { |config| config.redis = { url: REDIS } }
+  Sidekiq.configure_embed do |config|
+    config.redis = { url: REDIS }
+    config.queues = ["worker-#{worker}"]
+    config.concurrency = 1
+    config[:poll_interval_average] = 0.1
+    config.logger.level = Logger::WARN
+  end.tap(&:run).tap { sleep SIDEKIQ_WARMUP }
+end
+
 # One worker process: a Rails job worker with its own connections and lease renewer (started again after fork).
 work = lambda do |worker|
   connect
   ActiveJob::Base.logger = Logger.new(nil)
-  ActiveJob::Base.queue_adapter = :async
-  LeaseMachines::Jobs.store = -> { LeaseMachines::Store.new(DATABASE) } # one Store per thread
+  LeaseMachines::Jobs.store = -> { open_store } # one Store per thread
+  sidekiq = start_sidekiq(worker) if REDIS
+  ActiveJob::Base.queue_adapter = :async unless sidekiq
   me = "worker #{worker}"
   ActiveSupport::Notifications.subscribe(/\.lease_machines\z/) do |event|
     payload = event.payload
@@ -251,9 +315,10 @@ work = lambda do |worker|
       say(me, "released token #{payload[:token]}#{" in slot #{payload[:slot]}" if LIMIT > 1} (#{payload[:status]})")
     end
   end
-  NightlyReportJob.perform_later(account, worker)
+  NightlyReportJob.set(queue: "worker-#{worker}").perform_later(account, worker)
   finished = NightlyReportJob::DONE.pop(timeout: 60)
   say(me, "gave up waiting for its job") unless finished
+  sidekiq&.stop
   ActiveJob::Base.queue_adapter.shutdown(wait: true) if ActiveJob::Base.queue_adapter.respond_to?(:shutdown)
   exit!(finished ? 0 : 1)
 end

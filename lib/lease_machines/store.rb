@@ -146,6 +146,10 @@ module LeaseMachines
     # nil for SQLite and PostgreSQL, which commit durably (synchronous FULL, synchronous_commit on).
     def durability = @adapter.respond_to?(:durability) ? @adapter.durability : nil
 
+    # The RedisClient::Config of a store on Redis, from which a fenced write on another SQL connection (the
+    # application's, under ActiveRecord) opens a store of its own on the same server; nil for SQLite and PostgreSQL.
+    def redis_config = Redis === @adapter ? @adapter.client.config : nil
+
     def close = @adapter.close
 
     # Authority#acquire on +resource+ (a String), durably. +now+ defaults to the store's clock.

@@ -19,11 +19,15 @@ DEBIAN_GEMS=(ruby-rake-compiler-dock ruby-rb-sys rake-compiler ruby-benchmark-ip
 # rails-html-sanitizer, rails-dom-testing, actionview, actionpack and railties need nokogiri. Their other
 # dependencies (base64, cgi, irb, minitest, racc, rake, tsort) are default or bundled gems of CRuby 3.3 and 3.4.
 # Then, for the benchmarks of the lease stores against PostgreSQL and Redis (the Gemfile's :bench group), trixie's
-# with_advisory_lock 5.1.0 (it needs activerecord and zeitwerk) and redis-client 0.22.2 (it needs connection_pool).
+# with_advisory_lock 5.1.0 (it needs activerecord and zeitwerk) and redis-client 0.22.2 (it needs connection_pool);
+# and Sidekiq 7.3.2 for the Sidekiq tests of the Redis store (it needs redis-client, connection_pool, rack, logger):
+# trixie's, as sid's Sidekiq 8 needs a redis-client newer than trixie's, with trixie's connection_pool 2.4.1 beside
+# sid's 3.0 (Sidekiq 7.3's scheduler calls ConnectionPool::TimedStack#pop as 2.x has it; the Gemfile pins 2.x).
 DEBIAN_GEMS_AFTER_SOURCE_GEMS=(ruby-method-source ruby-thor ruby-zeitwerk ruby-rack ruby-rackup ruby-rack-session
   ruby-rack-test ruby-useragent ruby-builder ruby-erubi ruby-crass ruby-loofah ruby-rails-html-sanitizer
   ruby-rails-dom-testing ruby-actionview ruby-actionpack ruby-railties
-  ruby-with-advisory-lock/trixie ruby-redis-client/trixie)
+  ruby-with-advisory-lock/trixie ruby-redis-client/trixie ruby-connection-pool/trixie
+  ruby-sidekiq/trixie)
 
 # What those gems need on the host, as Debian 12 packages: tzinfo reads the zone files of tzdata (Debian's
 # ruby-tzinfo depends on it), which a minimal Debian 12 image may not have; nokogiri is built against Debian 12's

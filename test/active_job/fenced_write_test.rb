@@ -208,3 +208,33 @@ LeaseMachines::ActiveJobSupport.on_postgresql(ActiveJobFencedWriteTest) do
     assert_nil other_store.fence_highest(resource: resource), "and the fence's mark"
   end
 end
+
+# With the leases in Redis, a fenced write's events (and its refusals) are in the fence's database, with the write, not
+# in the Redis store's streams; and the fence is wherever the write goes (fence_record), the lease read from Redis.
+LeaseMachines::ActiveJobSupport.on_redis(
+  ActiveJobFencedWriteTest,
+  except: %i[test_a_refusal_the_application_rescues_and_commits_past_is_logged_once
+             test_a_refused_write_without_a_transaction_of_the_applications_is_logged_once
+             test_a_lease_lost_mid_job_has_its_fenced_write_rolled_back_with_everything_in_its_transaction
+             test_fence_record_picks_the_database]
+) do
+  # The fenced write's store on ActiveRecord's connection is a Redis store of its own (its own client, the connection
+  # as its fence); a lease store on SQLite again replaces it, and ActiveRecord's connection stays open.
+  def test_with_the_leases_in_redis_the_fenced_write_reads_the_lease_from_redis_and_a_new_store_keeps_the_connection
+    writer_job { |job| job.lease.fenced { Report.create!(body: "nightly", token: job.lease.token) } }
+      .perform_now("acme")
+    raw = Report.connection.raw_connection
+    assert_equal :redis, raw.instance_variable_get(LeaseMachines::Jobs::StorePool::FENCE).adapter_name
+    client = raw.instance_variable_get(LeaseMachines::Jobs::StorePool::FENCE_CLIENT)
+    assert_equal RedisStoreSupport.shared.port, client.config.port
+
+    sqlite_path = path
+    LeaseMachines::Jobs.store = -> { LeaseMachines::Store.new(sqlite_path, clock: clock.to_proc) }
+    writer_job { |job| job.lease.fenced { Report.create!(body: "again", token: job.lease.token) } }.perform_now("beta")
+    refute raw.closed?, "ActiveRecord's connection is still open"
+    assert_equal :sqlite, raw.instance_variable_get(LeaseMachines::Jobs::StorePool::FENCE).adapter_name
+    assert_nil raw.instance_variable_get(LeaseMachines::Jobs::StorePool::FENCE_CLIENT)
+    refute client.connected?, "the fence store's Redis client was closed with it"
+    assert_equal [["nightly", 1], ["again", 1]], Report.pluck(:body, :token)
+  end
+end

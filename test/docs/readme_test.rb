@@ -100,7 +100,7 @@ class ReadmeTest < Minitest::Test
       scope.eval(self.class.instrument(block), README, block.line)
     end
 
-    assert_operator checks.size, :>=, 40 + (database_url ? 5 : 0) + (redis ? 4 : 0),
+    assert_operator checks.size, :>=, 40 + (database_url ? 5 : 0) + (redis ? 6 : 0),
                     "the README's annotated lines all ran"
     checks.each do |actual, expected, line|
       want = eval(expected, binding, README, line) # rubocop:disable Security/Eval

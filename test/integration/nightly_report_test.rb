@@ -3,12 +3,15 @@
 require "test_helper"
 require "open3"
 require "securerandom"
+require "support/redis_support"
 
 # bin/nightly-report as a user runs it: real ActiveJob workers in separate processes, one SQLite or PostgreSQL
 # database. Worker 7's job stalls past its TTL, a successor takes over, and the stalled job's late write is refused by
 # the fence (the job then sees LeaseLost); without the fence the same story ends with the stale line in the report
-# and a failing verdict.
+# and a failing verdict. With --redis the same jobs run on Sidekiq 7.3 (each worker process a Sidekiq launcher,
+# ActiveJob's :sidekiq adapter), their leases in a throwaway redis-server and the fence in SQLite or PostgreSQL.
 class NightlyReportTest < Minitest::Test
+  include RedisStoreSupport
   COMMAND = File.expand_path("../../bin/nightly-report", __dir__)
 
   def setup
@@ -27,12 +30,7 @@ class NightlyReportTest < Minitest::Test
     output, status = Open3.capture2e(COMMAND, "--workers", "3", "--ttl", "0.6", "--pause", "2")
     assert status.success?, output
     assert_match(/worker 7\s+acquired NightlyReportJob:Account\/1: token 1$/, output)
-    assert_match(/worker 12\s+NightlyReportJob:Account\/1 is held elsewhere: retry later$/, output)
-    assert_match(/worker 7\s+stalls before writing line 3 \(SIGSTOP\), still holding token 1$/, output)
-    assert_match(/worker (12|19)\s+acquired NightlyReportJob:Account\/1: token 2$/, output)
-    assert_match(/worker 7\s+REFUSED: token 1 is older than the fence's [23]; line 3 rolled back$/, output)
-    assert_match(/worker 7\s+LeaseLost \(lost\): stops without writing more$/, output)
-    assert_match(/^report lines in commit order, by token: 1x2 2x5 3x5$/, output)
+    assert_refused_story(output)
     assert_match(/^refused: worker 7's line 3 with token 1 \(the fence had seen [23]\); in the report: no$/, output)
     assert_match(/^stale writes landed: 0; jobs interleaved: 0; workers failed: 0$/, output)
     assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
@@ -128,6 +126,56 @@ class NightlyReportTest < Minitest::Test
     assert_equal [%w[7 1]], landed.select { _1.first == "7" }, "the stale line is in the kept database"
   end
 
+  # Sidekiq: the stalled job's late ActiveRecord write is refused by the fence in SQLite, whose tokens the Redis store
+  # issued; the other workers' retries went through Sidekiq's schedule.
+  def test_on_sidekiq_with_the_leases_in_redis_the_stalled_jobs_late_write_is_refused
+    require_sidekiq!
+    output, status = Open3.capture2e(COMMAND, "--redis", "--ttl", "0.6", "--pause", "2")
+    assert status.success?, output
+    assert_match(%r{run\s+3 workers, .*; redis://127\.0\.0\.1:\d+ \(a throwaway redis-server, appendfsync always; },
+                 output)
+    assert_match(%r{; its fence: /\S+/app\.sqlite3\), Sidekiq 7\.\d+\.\d+$}, output)
+    assert_refused_story(output)
+    assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
+    assert_empty Dir[File.expand_path("../../tmp/nightly-report-redis-*", __dir__)], "the throwaway server is gone"
+  end
+
+  def test_on_sidekiq_without_the_fence_the_stale_write_lands_and_the_verdict_fails
+    require_sidekiq!
+    output, status = Open3.capture2e(COMMAND, "--redis", "--workers", "2", "--ttl", "0.6", "--without-fence")
+    assert_equal 1, status.exitstatus, output
+    assert_match(/worker 7\s+wrote line 3 with token 1$/, output)
+    assert_match(/^VERDICT: UNSAFE$/, output)
+  end
+
+  # Sidekiq jobs with their leases in Redis and their data in PostgreSQL, under a limit of two: the fence in the
+  # job's own ActiveRecord transaction on PostgreSQL refuses worker 7 in its slot.
+  def test_on_sidekiq_with_the_fence_in_postgresql_and_a_limit_the_stalled_job_is_refused_in_its_slot
+    require_sidekiq!
+    require_postgres!
+    output, status = Open3.capture2e(COMMAND, "--redis", "--postgres", "--limit", "2", "--ttl", "0.6", "--pause", "2")
+    assert status.success?, output
+    assert_match(/its fence: postgresql:/, output)
+    assert_limited_story(output)
+  end
+
+  # Worker 7's story with three workers and one slot: held elsewhere, stalled, taken over, refused, lost.
+  def assert_refused_story(output)
+    assert_match(/worker 12\s+NightlyReportJob:Account\/1 is held elsewhere: retry later$/, output)
+    assert_match(/worker 7\s+stalls before writing line 3 \(SIGSTOP\), still holding token 1$/, output)
+    assert_match(/worker (12|19)\s+acquired NightlyReportJob:Account\/1: token 2$/, output)
+    assert_match(/worker 7\s+REFUSED: token 1 is older than the fence's [23]; line 3 rolled back$/, output)
+    assert_match(/worker 7\s+LeaseLost \(lost\): stops without writing more$/, output)
+    assert_match(/^report lines in commit order, by token: 1x2 2x5 3x5$/, output)
+  end
+
+  def require_sidekiq!
+    require_redis!
+    require "sidekiq"
+  rescue LoadError => e
+    skip "Sidekiq is not installed for this Ruby: #{e.message}"
+  end
+
   # A usage error is one line on stderr, nothing on stdout, and exit status 2 (1 is the unsafe verdict's).
   def test_usage_errors_are_one_line_on_stderr_and_exit_2
     {
@@ -145,12 +193,14 @@ class NightlyReportTest < Minitest::Test
       %w[--databse x.sqlite3] => "invalid option: --databse (did you mean --database?)",
       %w[--postgres --database x.sqlite3] => "--postgres takes a postgresql:// URL as --database, not \"x.sqlite3\"",
       %w[--version] => "invalid option: --version",
-      %w[--workers 3 extra] => "unexpected argument \"extra\" (it takes options only)"
+      %w[--workers 3 extra] => "unexpected argument \"extra\" (it takes options only)",
+      %w[--redis 127.0.0.1:6379] => "--redis takes a redis:// URL, not \"127.0.0.1:6379\""
     }.then { assert_usage_errors(COMMAND, "nightly-report", _1) }
     output, errors, status = Open3.capture3(COMMAND, "--help")
     assert_equal [0, ""], [status.exitstatus, errors]
     assert_match(/\AUsage: bin\/nightly-report \[options\]$/, output)
     assert_match(/^Exit status: 0 safe, 1 unsafe, 2 inconclusive or a usage error\.$/, output)
     assert_match(/^\s+--postgres\s+on PostgreSQL/, output)
+    assert_match(/^\s+--redis \[URL\]\s+the jobs on Sidekiq and the leases in Redis/, output)
   end
 end

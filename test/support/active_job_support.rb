@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "support/redis_support"
 
 # ActiveJob and ActiveRecord are development dependencies (the Gemfile's :rails group; bin/setup provisions them);
 # a Ruby without them (the aarch64 Rubies under qemu, which have no sqlite3 gem either) skips these tests.
@@ -35,11 +36,15 @@ module LeaseMachines
 
     # Defines +base+'s twin on PostgreSQL: a subclass named like it ("...PostgreSQLTest") that runs its tests but
     # +except+ (the ones only SQLite has a reason for) on PostgreSQL, and the tests the block defines.
-    def self.on_postgresql(base, except: [], &body)
-      twin = Class.new(base) { include OnPostgreSQL }
+    def self.on_postgresql(base, except: [], &) = twin(base, OnPostgreSQL, "PostgreSQLTest", except, &)
+
+    # +base+'s subclass with +mod+ included, named with +suffix+ for its "Test", without the tests +except+ and with
+    # those the block defines.
+    def self.twin(base, mod, suffix, except, &body)
+      twin = Class.new(base) { include mod }
       except.each { twin.send(:undef_method, _1) }
       twin.class_eval(&body) if body
-      Object.const_set(base.name.sub(/Test\z/, "PostgreSQLTest"), twin)
+      Object.const_set(base.name.sub(/Test\z/, suffix), twin)
     end
 
     # The tests on PostgreSQL: a database of the test class's own in the suite's cluster (created once per class),
@@ -67,6 +72,21 @@ module LeaseMachines
       end
 
       def postgresql? = true
+    end
+
+    # Defines +base+'s twin with its leases in Redis (a "...RedisTest"): the lease store is a Redis store whose fence is
+    # the test's SQLite database, ActiveRecord's; skipped where there is no redis-server or redis-client gem.
+    def self.on_redis(base, except: [], &) = twin(base, OnRedis, "RedisTest", except, &)
+
+    module OnRedis
+      include RedisStoreSupport
+
+      def connect_database
+        @redis_url = fresh_redis_url
+        super
+      end
+
+      def lease_store(klass = Store) = klass.new(@redis_url, fence: path, clock: clock.to_proc)
     end
 
     # A clock the test moves: Float seconds.
@@ -117,7 +137,7 @@ module LeaseMachines
         config.fence_record = nil
         config.error_handler = ->(error, context) { @errors << [error, context] }
       end
-      LeaseMachines::Jobs.store = -> { FlakyStore.new(path, clock: clock.to_proc).tap { stores << _1 } }
+      LeaseMachines::Jobs.store = -> { lease_store(FlakyStore).tap { stores << _1 } }
       @events = []
       @subscription = ActiveSupport::Notifications.subscribe(/\.lease_machines\z/) do |event|
         @events << event
@@ -165,7 +185,10 @@ module LeaseMachines
     def events_named(name) = @events.select { _1.name == "#{name}.lease_machines" }.map(&:payload)
 
     # A store of the test's own (another process's connection) on the same database and clock.
-    def other_store = @other_store ||= Store.new(path, clock: clock.to_proc)
+    def other_store = @other_store ||= lease_store
+
+    # A lease store (of class +klass+) on the test's database and clock; in Redis, for OnRedis, with its fence there.
+    def lease_store(klass = Store) = klass.new(path, clock: clock.to_proc)
 
     # Takes +resource+'s lease for another owner, as a job of another process would.
     def held_elsewhere(resource, ttl: 30.0) = other_store.acquire(resource: resource, owner: 999, ttl: ttl)

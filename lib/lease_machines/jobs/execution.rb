@@ -29,10 +29,11 @@ module LeaseMachines
         owner = SecureRandom.random_number(MAX_OWNER) + 1
         Thread.handle_interrupt(Object => :never) do
           sent = configuration.clock.call
-          store_clock = nil
+          store_clock = redis = nil
           decision = Jobs.pool.with do |store|
             refuse_own_transaction(store, configuration, resource)
             store_clock = store.clock
+            redis = store.redis_config
             if declaration.limit
               store.acquire(resource: resource, owner: owner, ttl: declaration.ttl, limit: declaration.limit)
             else
@@ -42,7 +43,8 @@ module LeaseMachines
           conflict(job, declaration, resource, owner, decision) unless decision.granted?
 
           lease = JobLease.new(job: job, resource: resource, lease: decision.lease, sent_at: sent,
-                               cadence: declaration.cadence, clock: configuration.clock, store_clock: store_clock)
+                               cadence: declaration.cadence, clock: configuration.clock, store_clock: store_clock,
+                               redis: redis)
           begin
             job.instance_variable_set(:@lease_machines_lease, lease)
             lease.instrument(:acquire, ttl: declaration.ttl, expires_at: lease.expires_at)

@@ -20,14 +20,15 @@ module LeaseMachines
       module_function
 
       # Runs the block in a transaction on +record+'s connection, fenced by +token+ on +resource+ (in +slot+ of its
-      # semaphore), the lease checked on +clock+ (the lease store's; nil: the PostgreSQL server's). Returns the
-      # block's value. Sets
+      # semaphore), the lease checked on +clock+ (the lease store's; nil: the PostgreSQL or Redis server's) against the
+      # lease's row in the same database, or in Redis for a lease store on Redis (+redis+, its RedisClient::Config).
+      # Returns the block's value. Sets
       # payload[:committed], whether the write's transaction committed, however the call ends (an after_commit
       # callback may raise after the commit; a write that joined an enclosing transaction commits later, with it:
       # false).
-      def run(record, resource:, token:, clock:, slot: 0, payload: {})
+      def run(record, resource:, token:, clock:, redis: nil, slot: 0, payload: {})
         record.with_connection do |connection|
-          store = Jobs.pool.fence_store(connection, clock)
+          store = Jobs.pool.fence_store(connection, clock, redis)
           failure = transaction = nil
           begin
             result = connection.transaction do

@@ -12,8 +12,9 @@ module LeaseMachines
     class JobLease
       attr_reader :job, :resource, :owner, :token, :cadence, :slot
 
-      # +clock+ is the holders' clock; +store_clock+ the lease store's (the one its grants and fence are decided on).
-      def initialize(job:, resource:, lease:, sent_at:, cadence:, clock:, store_clock:)
+      # +clock+ is the holders' clock; +store_clock+ the lease store's (the one its grants and fence are decided on);
+      # +redis+ the lease store's RedisClient::Config when its leases are in Redis (Store#redis_config), else nil.
+      def initialize(job:, resource:, lease:, sent_at:, cadence:, clock:, store_clock:, redis: nil)
         @job = job
         @resource = resource
         @owner = lease.owner
@@ -24,6 +25,7 @@ module LeaseMachines
         @cadence = cadence
         @clock = clock
         @store_clock = store_clock
+        @redis = redis
         @holder = Holder.new(token: lease.token, at: sent_at, cadence: cadence)
         @lock = Thread::Mutex.new
         @reported = :held
@@ -79,7 +81,7 @@ module LeaseMachines
         used = nil
         instrument(:fenced_write) do |payload|
           result = FenceTransaction.run(record, resource: resource, token: token, slot: slot || 0,
-                                        clock: @store_clock, payload: payload) do |connection|
+                                        clock: @store_clock, redis: @redis, payload: payload) do |connection|
             block.call(used = connection)
           end
           payload[:outcome] = :written

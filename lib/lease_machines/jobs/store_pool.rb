@@ -9,10 +9,12 @@ module LeaseMachines
     #   configured it. A factory opens one Store per thread (and one for the renewer), and new ones in a forked child:
     #   a SQLite connection must not cross a fork.
     # - The fence's (+fence_store+): a Store on an ActiveRecord connection's own driver connection, for the fenced
-    #   writes made on it, kept on that driver connection so that it lives exactly as long as it.
+    #   writes made on it, kept on that driver connection so that it lives exactly as long as it. For a lease store
+    #   on Redis, that Store is on Redis too, with a client of its own, and the driver connection as its fence.
     class StorePool
-      # Where a driver connection keeps its fence Store.
+      # Where a driver connection keeps its fence Store, and the RedisClient of a fence Store on Redis.
       FENCE = :@lease_machines_fence
+      FENCE_CLIENT = :@lease_machines_fence_client
 
       def initialize(configuration)
         @configuration = configuration
@@ -53,14 +55,15 @@ module LeaseMachines
       end
 
       # The fence's Store on an ActiveRecord +connection+ (created at its first fenced write, inside an open
-      # transaction or not), deciding on +clock+ (nil: the PostgreSQL server's clock, as the lease store's own). On
+      # transaction or not), deciding on +clock+ (nil: the PostgreSQL or Redis server's clock, as the lease store's
+      # own), with the leases' rows read from Redis when +redis+ (the lease store's RedisClient::Config) is given. On
       # PostgreSQL it changes nothing of the connection: its lock_timeout is the application's. On SQLite it changes
       # one setting, and keeps its value: the busy timeout that database.yml gives (+timeout+, milliseconds) becomes
       # sqlite3's busy_handler_timeout of the same length, as Rails 8 sets it, because ActiveRecord 7.2's C busy
       # timeout waits holding the GVL, and would stall the very thread that holds the lock (another job's, the
       # renewer's) until it runs out. Journal mode and synchronous are left as the application set them. Raises
       # ArgumentError for a connection to another database.
-      def fence_store(connection, clock)
+      def fence_store(connection, clock, redis = nil)
         raw = connection.raw_connection
         options = if defined?(::SQLite3::Database) && ::SQLite3::Database === raw
                     { busy_timeout: busy_timeout(connection) }
@@ -75,8 +78,12 @@ module LeaseMachines
         # transaction this fenced write joins).
         @fence_lock.synchronize do
           store = raw.instance_variable_get(FENCE)
-          unless store && store.clock.equal?(clock) # a clock may be nil: the PostgreSQL server's
-            store = Store.new(raw, clock: clock, **options)
+          # A clock may be nil: the server's.
+          unless store && store.clock.equal?(clock) && same_redis?(store.redis_config, redis)
+            # The Store itself is not closed: that would close +raw+, ActiveRecord's.
+            raw.instance_variable_get(FENCE_CLIENT)&.close
+            raw.instance_variable_set(FENCE_CLIENT, nil)
+            store = redis ? redis_fence(raw, redis, clock, options) : Store.new(raw, clock: clock, **options)
             raw.instance_variable_set(FENCE, store)
           end
           store
@@ -84,6 +91,26 @@ module LeaseMachines
       end
 
       private
+
+      # A Store on Redis (a client of its own on +config+, kept on +raw+ as FENCE_CLIENT) whose fence is the driver
+      # connection +raw+.
+      def redis_fence(raw, config, clock, options)
+        client = config.new_client
+        begin
+          Store.new(client, fence: raw, clock: clock, **options).tap { raw.instance_variable_set(FENCE_CLIENT, client) }
+        rescue StandardError
+          client.close
+          raise
+        end
+      end
+
+      # Whether two RedisClient::Configs (or nils) name the same server, database and user: each thread's lease store
+      # has a client (and a config) of its own, and their jobs share the fence's Store on a connection.
+      def same_redis?(one, other)
+        return one.equal?(other) if one.nil? || other.nil?
+
+        one.server_url == other.server_url && one.username == other.username && one.password == other.password
+      end
 
       # An ActiveRecord connection's configured busy timeout in Float seconds, or nil.
       def busy_timeout(connection)
