@@ -144,6 +144,13 @@ module FaultHistory
   # token; ok value: status, token, expires_at), fenced writes are +write+ (invoke: resource, owner, token, seq). A
   # worker cut off from the server records a note +stubborn+ (resource, token, expires_at): it goes on writing with
   # that token. The nemesis's operations are +kill+, +restart+ and +cut+/+heal+.
+  #
+  # For a store on Redis with its fence in PostgreSQL: +floor+ is the token epoch's floor (tokens issued since the
+  # server last restarted are above it; the grants below it are not counted against +leases+); a +restart+ with
+  # +lossy+ (a server that kept nothing) may have lost live leases, so two leases that overlap across one are
+  # counted (+lost+), not a violation, and so are the writes refused to the holders of the leases it lost; and with
+  # +locked_leases+ false (a fenced write does not lock the lease, which lives in another database) a write may
+  # commit after a newer token's grant, before that token's first write: the fence's order is checked instead.
   class Checker
     # Seconds of slack for Float arithmetic on the server's epoch clock (one ulp near 2**31 is 2.4e-7).
     EPSILON = 1e-6
@@ -159,18 +166,25 @@ module FaultHistory
     Result = Struct.new(:counts, :violations) do
       def summary
         c = counts
-        "faults: kills=#{c[:kills]} restarts=#{c[:restarts]} cuts=#{c[:cuts]}; decisions=#{c[:decisions]} " \
+        lossy = c[:lossy].positive? ? " (lossy=#{c[:lossy]})" : ""
+        lost = c[:lossy].positive? ? "; leases lost=#{c[:lost]}, their writes refused=#{c[:refused_after_loss]}" : ""
+        "faults: kills=#{c[:kills]} restarts=#{c[:restarts]}#{lossy} cuts=#{c[:cuts]}; decisions=#{c[:decisions]} " \
           "(grants=#{c[:grants]}) fenced writes=#{c[:writes]} (refused=#{c[:refused]}, unknown=#{c[:unknown]}) " \
-          "stale writes refused=#{c[:stale_refused]} (by the fence=#{c[:stale_fenced]}); violations=#{violations.size}"
+          "stale writes refused=#{c[:stale_refused]} (by the fence=#{c[:stale_fenced]})#{lost}; " \
+          "violations=#{violations.size}"
       end
     end
 
-    def initialize(history, leases:, fences:, writes:)
+    def initialize(history, leases:, fences:, writes:, floor: 0, locked_leases: true)
       @history = history
       @leases = leases
       @fences = fences
       @writes = writes.sort_by { _1.fetch("id") }
+      @floor = floor
+      @locked_leases = locked_leases
       @violations = []
+      @lost = []
+      @lossy = history.ops.select { _1.process == "nemesis" && _1.f == "restart" && _1["lossy"] }
     end
 
     def check
@@ -187,7 +201,7 @@ module FaultHistory
         check_real_time_order(resource, grants)
         check_exclusive_leases(resource, grants, decisions)
         check_write_order(resource, @writes.select { _1["resource"] == resource })
-        check_writes_before_successors(resource, grants)
+        check_writes_before_successors(resource, grants) if @locked_leases
       end
       check_write_provenance
       stale = check_stubborn_writes
@@ -211,14 +225,16 @@ module FaultHistory
     end
 
     # Every grant returned ok is in the database (at or below its token high-water), and the tokens the database
-    # issued are all explained: granted ok, or by a grant whose outcome is unknown.
+    # issued are all explained: granted ok, or by a grant whose outcome is unknown. Only the tokens above the floor
+    # are counted: the ones issued since the token epoch began.
     def check_stored(resource, grants, decisions)
       last_issued = @leases.dig(resource, "last_issued") || 0
+      grants = grants.select { _1.value["token"] > @floor }
       grants.select { _1.value["token"] > last_issued }.each do |op|
         violation("#{resource}: #{op} returned token #{op.value["token"]}, above the stored last_issued #{last_issued}")
       end
       unknown = decisions.count { GRANTS.include?(_1.f) && _1.info? }
-      unexplained = last_issued - grants.map { _1.value["token"] }.uniq.size
+      unexplained = [last_issued - @floor, 0].max - grants.map { _1.value["token"] }.uniq.size
       return if unexplained <= unknown
 
       violation("#{resource}: #{last_issued} tokens issued, #{unexplained} of them by no grant returned ok, with only " \
@@ -242,19 +258,24 @@ module FaultHistory
       end
     end
 
-    # On the server's clock, no lease starts before an earlier token's lease has ended.
+    # On the server's clock, no lease starts before an earlier token's lease has ended, unless a lossy restart came
+    # between the two grants (the earlier lease lost: counted).
     def check_exclusive_leases(resource, grants, decisions)
       ordered = grants.sort_by { _1.value["token"] }
       ordered.each_with_index do |earlier, i|
         finish = lease_end(earlier, decisions)
         ordered[(i + 1)..].each do |later|
           next if start(later) >= finish - EPSILON
+          next @lost << earlier if lost?(earlier, later)
 
           violation("#{resource}: #{later} (token #{later.value["token"]}) started at #{start(later)}, before " \
                     "token #{earlier.value["token"]}'s lease (#{earlier}) ended at #{finish}")
         end
       end
     end
+
+    # Whether a lossy restart began after +earlier+ was asked for and before +later+ returned.
+    def lost?(earlier, later) = @lossy.any? { _1.invoked_at.between?(earlier.invoked_at, later.completed_at) }
 
     # A lower bound of when the grant's lease ended on the server's clock: its latest expiry an ok answer gave, or
     # earlier, if it may have been released or transferred, or superseded by its owner's next grant, then (the
@@ -395,6 +416,16 @@ module FaultHistory
       end
     end
 
+    # The refused writes of tokens granted before a lossy restart, tried after it.
+    def refused_after_loss
+      @write_ops.count do |op|
+        next false unless op.fail? && op.error == "LeaseMachines::Fenced"
+
+        grant = @grants.find { _1["resource"] == op["resource"] && _1.value["token"] == op["token"] }
+        grant && @lossy.any? { _1.invoked_at.between?(grant.invoked_at, op.invoked_at) }
+      end
+    end
+
     def counts(stale)
       nemesis = @history.ops.select { _1.process == "nemesis" && _1.ok? }.map(&:f).tally
       {
@@ -402,16 +433,18 @@ module FaultHistory
         decisions: @decisions.count(&:ok?), grants: @grants.size, writes: @writes.size,
         refused: @write_ops.count { _1.fail? && _1.error == "LeaseMachines::Fenced" },
         unknown: @history.ops.count { _1.info? && _1.process != "nemesis" }, stale_refused: stale.count(&:fail?),
-        stale_fenced: stale.count { _1.error == "LeaseMachines::Fenced" }
+        stale_fenced: stale.count { _1.error == "LeaseMachines::Fenced" }, lossy: @lossy.size, lost: @lost.uniq.size,
+        refused_after_loss: refused_after_loss
       }
     end
   end
 
-  # A worker process of the lease soak: loops over +resources+ on its own Store (+url+), acquiring (or
-  # reacquiring) a lease, writing through the fence into the application's table writes(resource, token, worker,
-  # seq), renewing, releasing (or transferring, or abandoning it to expire), and records every operation in its
-  # history (DIR/PROCESS.jsonl). +owner+ is its owner id (one per process: a restarted worker is a new owner) and
-  # the +worker+ column of its writes. It runs until killed, or until its parent (the pid +parent+) is gone.
+  # A worker process of the lease soak: loops over +resources+ on its own Store (+url+; for a store on Redis, its
+  # +fence+ is the application's PostgreSQL database), acquiring (or reacquiring) a lease, writing through the fence
+  # into the application's table writes(resource, token, worker, seq), renewing, releasing (or transferring, or
+  # abandoning it to expire), and records every operation in its history (DIR/PROCESS.jsonl). +owner+ is its owner
+  # id (one per process: a restarted worker is a new owner) and the +worker+ column of its writes. It runs until
+  # killed, or until its parent (the pid +parent+) is gone.
   #
   # With +control+ (a directory), the worker is the one the nemesis cuts off: once the file +cut-request+ appears
   # there and it holds a lease, it renews it, notes it (+stubborn+), writes +ready+ (JSON: the lease) and waits for
@@ -442,8 +475,10 @@ module FaultHistory
       new(**JSON.parse(ENV.fetch(name), symbolize_names: true))
     end
 
-    def initialize(url:, process:, owner:, resources:, dir:, seed:, ttl: [0.3, 1.0], control: nil, parent: nil)
+    def initialize(url:, process:, owner:, resources:, dir:, seed:, fence: nil, ttl: [0.3, 1.0], control: nil,
+                   parent: nil)
       @url = url
+      @fence = fence
       @process = process
       @owner = owner
       @resources = resources
@@ -470,7 +505,7 @@ module FaultHistory
 
     # Every event kept (no retention), so that the soak can audit the whole event log at its end.
     def open_store
-      LeaseMachines::Store.new(@url, keep_events: 1_000_000)
+      LeaseMachines::Store.new(@url, **(@fence ? { fence: @fence } : {}), keep_events: 1_000_000)
     rescue LeaseMachines::StoreError
       sleep 0.1
       retry
