@@ -12,8 +12,10 @@
 #   fsync on, synchronous_commit on), and a one-statement upsert lease in ShedLock's style on the same server
 #   (autocommit, one statement, one round trip per decision);
 # - with_advisory_lock (ActiveRecord's postgresql adapter) on the same server: with_advisory_lock("...") {} per cycle;
-# - Redis: SET NX PX and a compare-and-delete script (EVAL) through redis-client, on a throwaway redis-server that
-#   keeps nothing (--save "" --appendonly no);
+# - Redis, through one redis-client connection each, on a throwaway redis-server that keeps nothing (--save ""
+#   --appendonly no): LeaseMachines::Store on Redis (without a fence, and with its fence in SQLite: the token
+#   epoch's check), SET NX PX with a compare-and-delete script (EVAL), and a redlock-style single-instance lock
+#   (EVALSHA scripts, a random value, the validity check);
 # - the PostgreSQL rows again over TCP through a network namespace and a veth pair with netem's delay on both ends
 #   (BENCH_NETEM_DELAY_MS each way, default 0.5: a round trip gains 1 ms). Needs root and the kernel's netem: where
 #   either is missing, those rows are skipped and the reason printed. 0 makes the link without netem.
@@ -21,8 +23,9 @@
 # Every durable row commits one write per decision (checked: the store's revisions, and PostgreSQL's own count of
 # WAL flushes, pg_stat_wal). Round trips are counted on the timed connections before timing. Targets (issue #27):
 # the store's time per operation at most 1.3x the upsert's on SQLite and at most 1.5x on PostgreSQL (socket and
-# TCP), for lock cycles and renewals. with_advisory_lock and Redis have no target: they are what giving up
-# durability and fencing buys.
+# TCP), for lock cycles and renewals, and at most 2x SET NX PX + compare-and-delete's on Redis (issue #31), which
+# neither decides, fences nor keeps an event log. with_advisory_lock and redlock have no target: they are what giving
+# up durability and fencing buys.
 #
 # Timing: benchmark-ips, BENCH_WARMUP (default 1 s) per report once, then BENCH_TIME (default 3 s) per report split
 # into BENCH_ROUNDS (default 9) rounds; a round times every row of a group in turn, so that the store and the upsert
@@ -51,7 +54,7 @@ module Bench
     CHECKS = 20
     PARTS = 500
     SLICES = 5
-    TARGETS = { sqlite: 1.3, postgresql: 1.5 }.freeze
+    TARGETS = { sqlite: 1.3, postgresql: 1.5, redis: 2.0 }.freeze
 
     # A figure from several rounds (in round order): the median, and half the interquartile range, relative.
     Rate = Data.define(:samples) do
@@ -78,6 +81,8 @@ module Bench
       def over = group.over
       def store? = kind == :store
       def in_process? = trips.nil?
+      # The row of +rows+ this store's row is compared with: its group's upsert (Redis: SET NX PX).
+      def upsert(rows) = rows.find { _1.group.equal?(group) && _1.kind == :upsert }
     end
 
     # Where one lock's decision time goes, in seconds per decision: the whole, the native decision (the store's;
@@ -183,16 +188,27 @@ module Bench
           list << postgresql_group("Unix socket", @cluster.socket_url, TARGETS[:postgresql])
           list << postgresql_group("TCP 127.0.0.1", @cluster.url, TARGETS[:postgresql])
         end
-        if @redis
-          list << Group.new("TCP 127.0.0.1", nil, [["Redis `SET NX PX` + compare-and-delete (`EVAL`)", :redis,
-                                                    -> { RedisLock.new(@redis.client, resource: "bench") }]], nil)
-        end
+        list << redis_group if @redis
         if @cluster && @link
           rtt = 2 * DELAY_MS
           over = DELAY_MS.positive? ? "TCP, +#{format("%g", rtt)} ms round trip (netem)" : "TCP through a veth pair"
           list << postgresql_group(over, link_url, nil, link: @link)
         end
         list
+      end
+
+      # The Redis rows, each on a connection of its own to the same server (the store's fence: an SQLite file).
+      def redis_group
+        fence = File.join(@dir, "redis-fence.sqlite3")
+        Group.new("TCP 127.0.0.1 (Redis)", TARGETS[:redis], [
+                    ["`LeaseMachines::Store`, Redis", :store, -> { StoreLock.new(@redis.client, resource: "bench") }],
+                    ["`LeaseMachines::Store`, Redis, fence in SQLite", :store,
+                     -> { StoreLock.new(@redis.client, resource: "bench fenced", fence: fence) }],
+                    ["Redis `SET NX PX` + compare-and-delete (`EVAL`)", :upsert,
+                     -> { RedisLock.new(@redis.client, resource: "bench") }],
+                    ["redlock-style, one instance (`EVALSHA`)", :redlock,
+                     -> { RedlockLock.new(@redis.client, resource: "bench") }]
+                  ], nil)
       end
 
       # The PostgreSQL rows over +url+ (each group its own resource: the renewed leases stay held).
@@ -322,7 +338,7 @@ module Bench
           native[0] += Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
         end
         @rows.select(&:store?).each do |row|
-          upsert = @rows.find { _1.over == row.over && _1.kind == :upsert }
+          upsert = row.upsert(@rows)
           pair = [row, upsert]
           locks = pair.map(&:lock)
           durable = profile(locks, native)
@@ -440,12 +456,13 @@ module Bench
       end
 
       def ratios
-        lines = ["| store's time / the upsert's | lock cycles | renewals | target |", "|---|---:|---:|---|"]
+        lines = ["| store's time / the upsert's (Redis: `SET NX PX`'s) | lock cycles | renewals | target |",
+                 "|---|---:|---:|---|"]
         @rows.select(&:store?).each do |store|
-          upsert = @rows.find { _1.over == store.over && _1.kind == :upsert }
+          upsert = store.upsert(@rows)
           cycles = store.cycles.times(upsert.cycles)
           renewals = store.renewals.times(upsert.renewals)
-          lines << "| #{store.name.split(", ").last}, #{store.over} | #{format("%.2fx", cycles)} | " \
+          lines << "| #{store.name.split(", ").drop(1).join(", ")}, #{store.over} | #{format("%.2fx", cycles)} | " \
                    "#{format("%.2fx", renewals)} | #{verdict(store.group.target, [cycles, renewals].max)} |"
         end
         lines.join("\n")

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "securerandom"
+
 module Bench
   module Stores
     module_function
@@ -55,20 +57,26 @@ module Bench
       def sqlite_connection = nil
     end
 
-    # LeaseMachines::Store: a durable lease with a fencing token, one transaction per decision.
+    # LeaseMachines::Store: a durable lease with a fencing token, one transaction per decision (+options+: the
+    # store's, such as a Redis store's fence:). On Redis, +database+ is a RedisClient of the benchmark's, whose calls
+    # are counted; the lease is as durable as the server's tier, and fenced only with a fence.
     class StoreLock < Lock
-      def initialize(database, resource:)
+      def initialize(database, resource:, **options)
         super()
-        @store = LeaseMachines::Store.new(database)
+        @store = LeaseMachines::Store.new(database, **options)
         @resource = resource
         @renewed = "#{resource}/renewed"
         @token = @store.acquire(resource: @renewed, owner: OWNER, ttl: TTL).lease.token
         @round_trips = RoundTrips.new(pg_connection, RoundTrips::PG) if pg_connection
+        @round_trips = RoundTrips.new(database, RoundTrips::REDIS) if redis?
+        @fenced = !redis? || options.key?(:fence)
       end
 
       attr_reader :store
 
-      def fences? = true
+      def redis? = @store.adapter_name == :redis
+      def durable? = !redis? || @store.durability.tier == :aof_always
+      def fences? = @fenced
       def pg_connection = @store.adapter_name == :postgresql ? @store.database : nil
       def sqlite_connection = @store.adapter_name == :sqlite ? @store.database : nil
 
@@ -194,6 +202,52 @@ module Bench
       def cycle = @model.with_advisory_lock(@resource) { true } == true
 
       def close = @model.remove_connection
+    end
+
+    # A redlock-style lock on one Redis instance (the Redlock algorithm's steps with N = 1, as redlock-rb takes
+    # them): a random value per lock, a script (EVALSHA, loaded once) that sets the key when it is free, the lock's
+    # validity (its TTL less the time the request took and the clock drift allowed, 1% of the TTL and 2 ms) checked
+    # before it counts as held, a compare-and-delete script to release, and the setting script again to extend the
+    # lock that holds the key's value (renew).
+    class RedlockLock < Lock
+      LOCK = "if (redis.call('exists', KEYS[1]) == 0 and ARGV[3] == 'new') or redis.call('get', KEYS[1]) == ARGV[1] " \
+             "then return redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) end"
+      UNLOCK = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+      DRIFT = 0.01
+      DRIFT_MS = 2
+
+      def initialize(client, resource:)
+        super()
+        @client = client
+        @resource = "#{resource}/redlock"
+        @renewed = "#{resource}/redlock/renewed"
+        @ttl = (TTL * 1000).round
+        @lock, @unlock = [LOCK, UNLOCK].map { @client.call("SCRIPT", "LOAD", _1) }
+        @value = SecureRandom.uuid
+        lock(@renewed, @value, "new") or raise "redlock: #{@renewed} is held"
+        @round_trips = RoundTrips.new(@client, RoundTrips::REDIS)
+      end
+
+      def durable? = false
+
+      def cycle
+        value = SecureRandom.uuid
+        lock(@resource, value, "new") && @client.call("EVALSHA", @unlock, 1, @resource, value) == 1
+      end
+
+      def renew = lock(@renewed, @value, "extend")
+
+      def close = @client.close
+
+      private
+
+      # Whether the key was set to +value+ and the lock is still valid once the answer is in.
+      def lock(key, value, mode)
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond)
+        set = @client.call("EVALSHA", @lock, 1, key, value, @ttl, mode) == "OK"
+        elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond) - started
+        set && @ttl - elapsed - ((@ttl * DRIFT) + DRIFT_MS) > 0
+      end
     end
 
     # Redis through redis-client: SET key value NX PX ttl to acquire, a compare-and-delete script (EVAL) to release,
