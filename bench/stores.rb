@@ -14,8 +14,9 @@
 # - with_advisory_lock (ActiveRecord's postgresql adapter) on the same server: with_advisory_lock("...") {} per cycle;
 # - Redis, through one redis-client connection each, on a throwaway redis-server that keeps nothing (--save ""
 #   --appendonly no): LeaseMachines::Store on Redis (without a fence, and with its fence in SQLite: the token
-#   epoch's check), SET NX PX with a compare-and-delete script (EVAL), and a redlock-style single-instance lock
-#   (EVALSHA scripts, a random value, the validity check);
+#   epoch's check; and once more committing by WATCH / MULTI / EXEC instead of its script), SET NX PX with a
+#   compare-and-delete script (EVAL), and a redlock-style single-instance lock (EVALSHA scripts, a random value, the
+#   validity check);
 # - the PostgreSQL rows again over TCP through a network namespace and a veth pair with netem's delay on both ends
 #   (BENCH_NETEM_DELAY_MS each way, default 0.5: a round trip gains 1 ms). Needs root and the kernel's netem: where
 #   either is missing, those rows are skipped and the reason printed. 0 makes the link without netem.
@@ -204,6 +205,8 @@ module Bench
                     ["`LeaseMachines::Store`, Redis", :store, -> { StoreLock.new(@redis.client, resource: "bench") }],
                     ["`LeaseMachines::Store`, Redis, fence in SQLite", :store,
                      -> { StoreLock.new(@redis.client, resource: "bench fenced", fence: fence) }],
+                    ["`LeaseMachines::Store`, Redis, by `WATCH`/`MULTI`/`EXEC` (not shipped)", :store,
+                     -> { StoreLock.new(@redis.client, resource: "bench watch", commit: :watch) }],
                     ["Redis `SET NX PX` + compare-and-delete (`EVAL`)", :upsert,
                      -> { RedisLock.new(@redis.client, resource: "bench") }],
                     ["redlock-style, one instance (`EVALSHA`)", :redlock,

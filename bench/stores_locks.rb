@@ -61,9 +61,11 @@ module Bench
     # store's, such as a Redis store's fence:). On Redis, +database+ is a RedisClient of the benchmark's, whose calls
     # are counted; the lease is as durable as the server's tier, and fenced only with a fence.
     class StoreLock < Lock
-      def initialize(database, resource:, **options)
+      # +commit: :watch+ swaps the Redis store's compare-and-set script for WatchCommit's WATCH / MULTI / EXEC.
+      def initialize(database, resource:, commit: :script, **options)
         super()
         @store = LeaseMachines::Store.new(database, **options)
+        @store.instance_variable_get(:@adapter).extend(WatchCommit) if commit == :watch
         @resource = resource
         @renewed = "#{resource}/renewed"
         @token = @store.acquire(resource: @renewed, owner: OWNER, ttl: TTL).lease.token
@@ -91,6 +93,55 @@ module Bench
       def revisions = @store.revision(resource: @resource) + @store.revision(resource: @renewed)
 
       def close = @store.close
+    end
+
+    # The other way a Redis store could commit its decisions, measured beside the one it ships (a compare-and-set
+    # script), the same decision deciding both: the read WATCHes the resource's row and its event stream, then reads
+    # them with the server's TIME (one round trip, no MULTI: the WATCH guards the read), and the commit writes the
+    # row, the stamp, the event (its id from INCR, its stream id the server's, since INCR answers only at EXEC), the
+    # stream's pruning and the index in one MULTI / EXEC (one round trip), which Redis refuses (a nil EXEC: CONFLICT)
+    # if a watched key changed since the WATCH. Not shipped: WATCH is the connection's state, which a reconnect
+    # drops silently, after which EXEC writes over a newer row; and its event log is not the store's (the stream's
+    # ids are the server's, not the events' ids), so Store#events and #audit cannot read it. Without a fence only
+    # (no token epoch's check).
+    module WatchCommit
+      private
+
+      def read(keys, fields)
+        @events = keys[0].sub(/:lease\z/, ":events")
+        replies = @client.pipelined do |pipeline|
+          pipeline.call("WATCH", *keys, @events)
+          pipeline.call("HMGET", keys[0], *fields)
+          pipeline.call("HGETALL", keys[1]) if keys[1]
+          pipeline.call("XRANGE", @events, "-", "+", "COUNT", 2)
+          pipeline.call("TIME")
+        end
+        time = replies.pop
+        @oldest = replies.pop
+        [time, nil, *replies.drop(1)]
+      end
+
+      def commit(keys, args)
+        raise NotImplementedError, "WatchCommit checks no token epoch: open the store without a fence" \
+          unless args[5].empty?
+
+        deletes, sets = Integer(args[6], 10), Integer(args[7], 10)
+        names, pairs, event = args[8, deletes], args[8 + deletes, 2 * sets], args.drop(8 + deletes + 2 * sets)
+        cutoff = Float(args[4])
+        pruned = @oldest.filter_map { |id, entry| id if Float(entry[entry.index("at") + 1]) < cutoff }
+        replies = @client.pipelined do |pipeline|
+          pipeline.call("MULTI")
+          pipeline.call("HDEL", keys[1], *names) if deletes.positive?
+          pipeline.call("HSET", keys[1], *pairs) if sets.positive?
+          pipeline.call("HSET", keys[0], "stamp", args[1]) if (deletes + sets).positive?
+          pipeline.call("XDEL", keys[2], *pruned) unless pruned.empty?
+          pipeline.call("INCR", keys[3])
+          pipeline.call("XADD", keys[2], "MAXLEN", args[3], "*", *event)
+          pipeline.call("ZADD", keys[4], 0, args[2])
+          pipeline.call("EXEC")
+        end
+        [replies.last&.[](-3), nil]
+      end
     end
 
     # The one-statement SQLite lease: an upsert that takes an expired (or released) row, a DELETE of the owner's row
