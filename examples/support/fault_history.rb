@@ -418,10 +418,11 @@ module FaultHistory
 
     # The refused writes of tokens granted before a lossy restart, tried after it.
     def refused_after_loss
+      grants = @grants.group_by { [_1["resource"], _1.value["token"]] }.transform_values(&:first) # the earliest
       @write_ops.count do |op|
         next false unless op.fail? && op.error == "LeaseMachines::Fenced"
 
-        grant = @grants.find { _1["resource"] == op["resource"] && _1.value["token"] == op["token"] }
+        grant = grants[[op["resource"], op["token"]]]
         grant && @lossy.any? { _1.invoked_at.between?(grant.invoked_at, op.invoked_at) }
       end
     end

@@ -103,8 +103,8 @@ class StorePostgreSQLFaultsTest < Minitest::Test
     restart(dir, lossy: false)
     grant(b, owner: 2, token: 2**40 + 1, expires_at: 101.5)
     violations = checked(dir, last_issued: 2**40 + 1, fence: 1, writes: [row(1, 1, 1, 1, 100.5)]).violations
-    assert(violations.any? { _1.start_with?("r: b#1 acquire r (token #{2**40 + 1}) started at 100.5, before token 1's") },
-           violations.inspect)
+    overlap = "r: b#1 acquire r (token #{2**40 + 1}) started at 100.5, before token 1's"
+    assert(violations.any? { _1.start_with?(overlap) }, violations.inspect)
     assert_includes violations, "r: #{2**40 + 1} tokens issued, #{2**40 - 1} of them by no grant returned ok, with " \
                                 "only 0 grants of unknown outcome"
   end

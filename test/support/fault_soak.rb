@@ -12,9 +12,9 @@ require_relative "../../examples/support/hosts"
 # network namespace) off the network while it holds a lease, healing it after the lease's TTL.
 #
 # The including test defines #worker_store (the store arguments of a worker on the machine, or on the host: a Hash
-# with :url and perhaps :fence), #crash_server (given its number, from 0) and #written_count (the writes the table
-# holds, nil while it cannot tell); it sets @dir, calls #start_soak, opens #cut_off_host (its links: #link_to), then
-# #run_soak, and ends with #stop_soak.
+# with :url and perhaps :fence) and #crash_server (given its number, from 0); it sets @dir and @cluster (the suite's
+# PostgreSQL, where the application's table of writes is: #prepare_schema, #written_count, #fences_and_writes),
+# calls #start_soak, opens #cut_off_host (its links: #link_to), then #run_soak, and ends with #stop_soak.
 module FaultSoak
   RESOURCES = %w[ledger invoices reports].freeze
   WORKERS = 4
