@@ -356,6 +356,20 @@ class StoreRedisTest < Minitest::Test
 
   # A replica that lagged, promoted: here, a server started again from an older snapshot of the same data. Its
   # epoch is the old one, set on another server process; its counters are behind tokens that holders still carry.
+  def test_a_row_a_refusal_left_before_the_new_epoch_issues_above_its_floor_and_its_old_holder_is_refused
+    server = own_redis
+    store = sevens_store(server) # tokens 1 to 3 under epoch 0
+    store.fenced(resource: R, token: 3, now: 3.0) { report(_1, 3) }
+    server.restart # nothing persisted
+    refused = store.renew(resource: R, owner: 7, token: 3, ttl: 30.0, now: 4.0) # a row with no token, no epoch yet
+    assert_equal [:rejected, :not_held], [refused.status, refused.reason]
+    assert_equal EPOCH + 1, store.acquire(resource: "other", owner: 9, ttl: 30.0, now: 4.0).lease.token, "epoch 1"
+    fresh = open_store(server.url, fence: @fence).acquire(resource: R, owner: 9, ttl: 30.0, now: 5.0).lease
+    assert_equal EPOCH + 1, fresh.token, "above every token of epoch 0, though R's row was written before epoch 1"
+    error = assert_raises(LeaseMachines::Fenced) { store.fenced(resource: R, token: 3, now: 6.0) { flunk } }
+    assert_equal :stale_token, error.reason
+  end
+
   def test_a_server_behind_its_holders_never_issues_a_token_they_carry_and_their_writes_are_refused
     server = own_redis
     store = sevens_store(server)

@@ -591,11 +591,13 @@ module LeaseMachines
         unless floor.zero?
           rows = rows.map do |row|
             next [nil, nil, nil, floor, 0.0, floor] if row.nil?
-            next row unless Integer === row[3] && row[3] < floor && Integer === row[5]
+            # A row that issued no token yet (a refusal's: its clock and revision) is raised as much as one below it.
+            vacant = row[3].nil? && row[0].nil? && row[1].nil? && row[2].nil?
+            next row unless (vacant || (Integer === row[3] && row[3] < floor)) && Integer === (row[5] || 0)
 
             row.dup.tap do # a row's revision counts its grants at least, so it rises with them
               _1[3] = floor
-              _1[5] = [row[5], floor].max
+              _1[5] = [row[5] || 0, floor].max
             end
           end
         end
