@@ -14,7 +14,8 @@
 # - with_advisory_lock (ActiveRecord's postgresql adapter) on the same server: with_advisory_lock("...") {} per cycle;
 # - Redis, through one redis-client connection each, on a throwaway redis-server that keeps nothing (--save ""
 #   --appendonly no): LeaseMachines::Store on Redis (without a fence, and with its fence in SQLite: the token
-#   epoch's check; and once more committing by WATCH / MULTI / EXEC instead of its script), SET NX PX with a
+#   epoch's check; as two stores taking turns on one lease, so that each decision follows the other store's; and
+#   once more committing by WATCH / MULTI / EXEC instead of its script), SET NX PX with a
 #   compare-and-delete script (EVAL), and a redlock-style single-instance lock (EVALSHA scripts, a random value, the
 #   validity check);
 # - the PostgreSQL rows again over TCP through a network namespace and a veth pair with netem's delay on both ends
@@ -205,6 +206,8 @@ module Bench
                     ["`LeaseMachines::Store`, Redis", :store, -> { StoreLock.new(@redis.client, resource: "bench") }],
                     ["`LeaseMachines::Store`, Redis, fence in SQLite", :store,
                      -> { StoreLock.new(@redis.client, resource: "bench fenced", fence: fence) }],
+                    ["`LeaseMachines::Store`, Redis, two stores taking turns", :store,
+                     -> { TakingTurnsLock.new(@redis.client, @redis.client, resource: "bench turns") }],
                     ["`LeaseMachines::Store`, Redis, by `WATCH`/`MULTI`/`EXEC` (not shipped)", :store,
                      -> { StoreLock.new(@redis.client, resource: "bench watch", commit: :watch) }],
                     ["Redis `SET NX PX` + compare-and-delete (`EVAL`)", :upsert,

@@ -95,6 +95,43 @@ module Bench
       def close = @store.close
     end
 
+    # LeaseMachines::Store on Redis as two processes deciding on one lease in turn: two stores, each on a client of
+    # its own (+database+ and +second+), the same owner; every decision follows the other store's, so that no store
+    # finds the row as its own last commit left it: the compare-and-set answers the row as it is now, and the
+    # decision is made again on it (two round trips), as when several workers share a lease.
+    class TakingTurnsLock < StoreLock
+      # The round trips of both stores' clients, counted together.
+      Both = Struct.new(:first, :second) do
+        def count = first.count + second.count
+
+        def count=(value)
+          first.count = second.count = value
+        end
+      end
+
+      def initialize(database, second, resource:, **options)
+        super(database, resource: resource, **options)
+        @other = LeaseMachines::Store.new(second, **options)
+        @round_trips = Both.new(@round_trips, RoundTrips.new(second, RoundTrips::REDIS))
+        @turn = false
+      end
+
+      def cycle
+        decision = @store.acquire(resource: @resource, owner: OWNER, ttl: TTL)
+        decision.granted? && @other.release(resource: @resource, owner: OWNER, token: decision.lease.token).released?
+      end
+
+      def renew
+        @turn = !@turn
+        (@turn ? @other : @store).renew(resource: @renewed, owner: OWNER, token: @token, ttl: TTL).renewed?
+      end
+
+      def close
+        super
+        @other.close
+      end
+    end
+
     # The other way a Redis store could commit its decisions, measured beside the one it ships (a compare-and-set
     # script), the same decision deciding both: the read WATCHes the resource's row and its event stream, then reads
     # them with the server's TIME (one round trip, no MULTI: the WATCH guards the read), and the commit writes the
@@ -106,6 +143,9 @@ module Bench
     # (no token epoch's check).
     module WatchCommit
       private
+
+      # Every request reads under its WATCH: none starts from what the last commit left.
+      def remembered(_resource) = nil
 
       def read(keys, fields)
         @events = keys[0].sub(/:lease\z/, ":events")
@@ -125,22 +165,22 @@ module Bench
         raise NotImplementedError, "WatchCommit checks no token epoch: open the store without a fence" \
           unless args[5].empty?
 
-        deletes, sets = Integer(args[6], 10), Integer(args[7], 10)
-        names, pairs, event = args[8, deletes], args[8 + deletes, 2 * sets], args.drop(8 + deletes + 2 * sets)
+        names, pairs, event = args[8].split, args[9].split, args[10].split
         cutoff = Float(args[4])
         pruned = @oldest.filter_map { |id, entry| id if Float(entry[entry.index("at") + 1]) < cutoff }
         replies = @client.pipelined do |pipeline|
           pipeline.call("MULTI")
-          pipeline.call("HDEL", keys[1], *names) if deletes.positive?
-          pipeline.call("HSET", keys[1], *pairs) if sets.positive?
-          pipeline.call("HSET", keys[0], "stamp", args[1]) if (deletes + sets).positive?
+          pipeline.call("HDEL", keys[1], *names) unless names.empty?
+          pipeline.call("HSET", keys[1], *pairs) unless pairs.empty?
+          pipeline.call("HSET", keys[0], "stamp", args[1]) unless names.empty? && pairs.empty?
           pipeline.call("XDEL", keys[2], *pruned) unless pruned.empty?
           pipeline.call("INCR", keys[3])
           pipeline.call("XADD", keys[2], "MAXLEN", args[3], "*", *event)
           pipeline.call("ZADD", keys[4], 0, args[2])
           pipeline.call("EXEC")
         end
-        [replies.last&.[](-3), nil]
+        id = replies.last&.[](-3)
+        [id ? [id] : ["moved"], nil]
       end
     end
 

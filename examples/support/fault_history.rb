@@ -278,8 +278,11 @@ module FaultHistory
     def lost?(earlier, later) = @lossy.any? { _1.invoked_at.between?(earlier.invoked_at, later.completed_at) }
 
     # A lower bound of when the grant's lease ended on the server's clock: its latest expiry an ok answer gave, or
-    # earlier, if it may have been released or transferred, or superseded by its owner's next grant, then (the
-    # server decides a request after it was invoked: the invoking process's wall clock, the server's on one machine).
+    # earlier, if it may have been released or transferred, or superseded by its owner's next grant, then: that
+    # grant's instant on the server's clock where it was granted (Store decides on the row as its last commit left
+    # it, with an instant carried from the server's last answer, which may be a little before the invocation), else
+    # the invocation's (the server decides a request after it was invoked: the invoking process's wall clock, the
+    # server's on one machine).
     def lease_end(grant, decisions)
       token = grant.value["token"]
       owner = grant.value["owner"]
@@ -288,9 +291,9 @@ module FaultHistory
       expiry = [grant, *renewals].map { _1.value["expires_at"] }.max
       ends = later.filter_map do |op|
         if op["token"] == token && %w[release transfer].include?(op.f)
-          op.wall if op.info? || (op.ok? && op.value["status"] != "rejected")
+          ended(op) if op.info? || (op.ok? && op.value["status"] != "rejected")
         elsif op["owner"] == owner && GRANTS.include?(op.f)
-          op.wall if op.info? || granted?(op)
+          ended(op) if op.info? || granted?(op)
         end
       end
       [expiry, *ends].min
@@ -298,6 +301,10 @@ module FaultHistory
 
     # The server's clock when the grant was decided.
     def start(grant) = grant.value["expires_at"] - grant["ttl"]
+
+    # When +op+ ended a lease on the server's clock, at the latest: its own instant where it was a grant, else when it
+    # was invoked.
+    def ended(op) = granted?(op) ? [start(op), op.wall].min : op.wall
 
     # Committed writes (in id order, which is commit order for one resource: they serialize on its row's lock) carry
     # tokens that never decrease, one holder at a time (no token's writes around another's), the fence's high-water

@@ -109,6 +109,19 @@ class StorePostgreSQLFaultsTest < Minitest::Test
                                 "only 0 grants of unknown outcome"
   end
 
+  # A holder's next grant ends its earlier lease at that grant's instant on the server's clock, which may be a little
+  # before the process invoked it (the Redis store decides on the row its last commit left, with the clock carried
+  # from the server's last answer); another owner's grant before the newer lease ends is still an overlap.
+  def test_the_checker_ends_a_lease_at_its_holders_next_grant_and_reports_an_overlap_with_that_grant
+    dir, a, b = histories
+    writes = [row(1, 1, 1, 1, 100.2)]
+    grant(a, owner: 1, token: 2, expires_at: 101.5) # decided at 100.5, before token 1's expiry (101.0)
+    assert_empty checked(dir, last_issued: 2, writes: writes).violations
+    grant(b, owner: 2, token: 3, expires_at: 101.7)
+    assert_equal ["r: b#1 acquire r (token 3) started at 100.7, before token 2's lease (a#3 acquire r) ended at 101.5"],
+                 checked(dir, last_issued: 3, writes: writes).violations
+  end
+
   # With the lease in another database than the write (locked_leases: false), a write that committed after a newer
   # token's grant, before that token's first write, is the fence's to order, not a violation.
   def test_the_checker_leaves_a_write_after_a_successors_grant_to_the_fence_when_the_write_does_not_lock_the_lease

@@ -73,28 +73,57 @@ class StoreRedisTest < Minitest::Test
     assert_equal [-1, -1], %w[lease_machines:resources lease_machines:event_ids].map { redis.call("TTL", _1) }
   end
 
-  def test_every_decision_is_two_round_trips
-    client = redis
-    sent = 0
+  # A RedisClient whose commands (round trips: a pipeline or MULTI is one) are counted in sent[0].
+  def counted_client(sent)
     counting = Module.new do
       %i[call call_v pipelined multi blocking_call].each do |name|
-        define_method(name) { |*args, **kwargs, &block| (sent += 1) && super(*args, **kwargs, &block) }
+        define_method(name) { |*args, **kwargs, &block| (sent[0] += 1) && super(*args, **kwargs, &block) }
       end
     end
-    client.singleton_class.prepend(counting)
-    store = open_store(client)
+    redis.tap { _1.singleton_class.prepend(counting) }
+  end
+
+  def test_a_decision_on_a_row_this_store_left_is_one_round_trip_and_two_otherwise
+    sent = [0]
+    store = open_store(counted_client(sent))
+    other = open_store
     store.acquire(resource: R, owner: 7, ttl: 30.0) # sends the scripts (EVALSHA answers NOSCRIPT, then EVAL)
     counts = {}
-    sent = 0
-    store.renew(resource: R, owner: 7, token: 1, ttl: 30.0)
-    counts[:renew] = sent
-    sent = 0
-    store.acquire(resource: R, owner: 8, ttl: 30.0)
-    counts[:refused] = sent
-    sent = 0
-    store.acquire(resource: "sem", owner: 8, ttl: 30.0, limit: 3)
-    counts[:semaphore] = sent
-    assert_equal({ renew: 2, refused: 2, semaphore: 2 }, counts)
+    round_trips = lambda do |name, &decide|
+      sent[0] = 0
+      counts[name] = [decide.call, sent[0]]
+    end
+    round_trips.call(:renew) { store.renew(resource: R, owner: 7, token: 1, ttl: 30.0).status }
+    round_trips.call(:refused) { store.acquire(resource: R, owner: 8, ttl: 30.0).reason }
+    now = store.now
+    round_trips.call(:caller_now) { store.renew(resource: R, owner: 7, token: 1, ttl: 30.0, now: now).status }
+    other.renew(resource: R, owner: 7, token: 1, ttl: 30.0)
+    round_trips.call(:after_another_store) { store.renew(resource: R, owner: 7, token: 1, ttl: 30.0).status }
+    round_trips.call(:new_resource) { store.acquire(resource: "new", owner: 8, ttl: 30.0).status }
+    round_trips.call(:semaphore) { store.acquire(resource: "sem", owner: 8, ttl: 30.0, limit: 3).status }
+    assert_equal({ renew: [:renewed, 1], refused: [:occupied, 1], caller_now: [:renewed, 1],
+                   after_another_store: [:renewed, 2], new_resource: [:granted, 2], semaphore: [:granted, 2] }, counts,
+                 "two where another store moved the row last, or this one never saw it")
+    assert_equal %i[acquired renewed refused renewed renewed renewed], store.events(resource: R).map(&:kind)
+  end
+
+  def test_a_clock_carried_too_far_from_the_servers_is_refused_by_the_commit_and_the_decision_is_made_again
+    sent = [0]
+    store = open_store(counted_client(sent))
+    store.acquire(resource: R, owner: 7, ttl: 30.0)
+    adapter = store.instance_variable_get(:@adapter) # the last reading of TIME, as if this process had lost 50 ms
+    reading, local = adapter.instance_variable_get(:@clock)
+    [-50_000, 50_000].each do |skew|
+      adapter.instance_variable_set(:@clock, [reading + skew, local])
+      sent[0] = 0
+      before = redis.call("TIME").then { Integer(_1[0]) + Integer(_1[1]) / 1e6 }
+      decision = store.renew(resource: R, owner: 7, token: 1, ttl: 30.0)
+      after = redis.call("TIME").then { Integer(_1[0]) + Integer(_1[1]) / 1e6 }
+      assert_equal [:renewed, 2], [decision.status, sent[0]], "refused (#{skew} µs), then decided on the reply's TIME"
+      at = store.events(resource: R).last.at
+      assert_operator at, :>=, before - 0.001, "decided at the server's time, not #{skew} µs off it"
+      assert_operator at, :<=, after
+    end
   end
 
   def test_a_row_that_changed_after_the_read_is_decided_again_on_the_new_one
@@ -205,7 +234,8 @@ class StoreRedisTest < Minitest::Test
   def test_a_row_no_history_can_produce_raises_store_error_and_changes_nothing
     store = open_store
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
-    redis.call("HSET", "lease_machines:{#{R}}:lease", "last_issued", "0")
+    # A write from outside moves the stamp, or a store that remembers the row does not see it (see the README).
+    redis.call("HSET", "lease_machines:{#{R}}:lease", "last_issued", "0", "stamp", "0123456789abcdef")
     error = assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 1.0, now: 50.0) }
     assert_match(/corrupt lease row for "nightly-report"/, error.message)
     redis.call("HSET", "lease_machines:{#{R}}:lease", "last_issued", "1", "token", "one")
@@ -243,6 +273,34 @@ class StoreRedisTest < Minitest::Test
     error = assert_raises(LeaseMachines::StoreError) { renew(store) }
     assert_match(/while the commit was on its way .*: whether it committed is unknown/, error.message)
     assert_equal 2, open_store.revision(resource: R), "it did commit; the next request reads what the server kept"
+  end
+
+  def test_a_commit_whose_connection_broke_is_sent_once_more_and_never_applied_twice
+    client = redis
+    store = open_store(client)
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
+    breaks = 0
+    breaking = Module.new do # the first pipeline after +breaks+ is set: sent, applied, and its answer lost
+      define_method(:pipelined) do |*args, **kwargs, &block|
+        answer = super(*args, **kwargs, &block)
+        if breaks.positive?
+          breaks -= 1
+          close
+          raise RedisClient::ConnectionError, "Connection reset by peer"
+        end
+        answer
+      end
+    end
+    client.singleton_class.prepend(breaking)
+    breaks = 1
+    assert_equal :renewed, renew(store).status, "the second attempt found the first's stamp: committed once"
+    assert_equal %i[acquired renewed], store.events(resource: R).map(&:kind)
+    breaks = 2
+    error = assert_raises(LeaseMachines::StoreError) { renew(store) }
+    assert_match(/whether it committed is unknown/, error.message)
+    assert_equal 3, store.revision(resource: R), "the first attempt committed; the second found it and broke too"
+    assert_equal :renewed, renew(store).status
+    assert_equal %i[acquired renewed renewed renewed], store.events(resource: R).map(&:kind)
   end
 
   def test_the_tier_is_read_on_connect_and_strict_refuses_a_server_below_it

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "digest"
+require "securerandom"
 
 module LeaseMachines
   class Store
@@ -10,13 +11,28 @@ module LeaseMachines
     #
     # == Commit: compare-and-set by script
     #
-    # A decision is two round trips and no connection state: the read (MULTI, HMGET of the row with the resource's
-    # +stamp+ and HGETALL of its slots for a semaphore, TIME, EXEC: the rows and the server's clock at one instant)
-    # and COMMIT (a script that applies the decision only if the +stamp+, which every write of one of the resource's
-    # rows raises, is still the one read: the row, the event and the index written together, or nothing).
-    # When the stamp moved, nothing was written and close answers Store's CONFLICT: Store decides again on the row as
-    # it is now, until +busy_timeout+ runs out (then StoreError). A refusal is checked the same way, so the event log
-    # is in the order the decisions were made on. The script compares and copies Strings; it knows no rule.
+    # A decision is a read and a COMMIT, and no connection state. The read (MULTI, HMGET of the row with the
+    # resource's +stamp+ and HGETALL of its slots for a semaphore, TIME, EXEC: the rows and the server's clock at one
+    # instant) is one round trip; COMMIT is a script that applies the decision only if the +stamp+ is still the one
+    # read: the row, the event and the index written together, or nothing. Every commit, a refusal's too, sets the
+    # stamp to a new random one (16 hex digits), so a stamp never comes back, even on a server that lost its rows.
+    # When the stamp moved, nothing was written, and the script answers the resource as it is now (its row, stamp
+    # and token epoch, and TIME): close answers Store's CONFLICT, and Store decides again on that answer, until
+    # +busy_timeout+ runs out (then StoreError). A refusal is checked the same way, so the event log is in the order
+    # the decisions were made on. The script compares and copies Strings; it knows no rule.
+    #
+    # The read is skipped where this store knows the resource as its own last commit of it left it (or as a refused
+    # commit's answer found it; up to KNOWN resources): then a decision is one round trip, its COMMIT. Its row is
+    # that one, which the stamp checks. Its instant is the server's TIME as this store last read it (in any reply),
+    # carried forward by this process's monotonic clock. The script checks that instant against its own TIME: no
+    # later, and at most CARRIED_CLOCK_US (2 ms) before it, or the commit is refused and decided again at the
+    # answer's TIME. So a decision's instant is a reading of the server's clock, and each decision on a row comes
+    # after the last. A carried instant can be earlier than the call by the last answer's way back (tens of
+    # microseconds on one machine), as a read's instant is earlier than its commit. A semaphore's request always reads
+    # (every slot row).
+    #
+    # Anything other than a Store that writes a resource's hashes must give the +stamp+ a new value (or delete it),
+    # or a store that remembers the resource decides on the row as it left it, not on that write.
     # Why not WATCH / MULTI / EXEC: WATCH is the connection's state, which a reconnect (or a pooled client's next
     # checkout) silently drops, after which EXEC would write over a newer row; and the event's id, taken from a
     # counter, is only known inside a script.
@@ -125,34 +141,65 @@ module LeaseMachines
       BATCH = 500
       # The classid of the advisory lock a fence on PostgreSQL takes per resource (with hashtext(resource)).
       FENCE_LOCK = 731_120_172
+      # How long before the commit's TIME a decision's instant carried from an earlier reading of it may be, Integer
+      # microseconds (as the commit script takes it): longer, and the commit answers the resource as it is now.
+      CARRIED_CLOCK_US = "2000"
+      # How many resources a store remembers as its last commit of each left them (see #open_request).
+      KNOWN = 1024
+      # A stamp this store writes (16 hex digits, random: a server that lost its rows never repeats one), or an
+      # earlier version's decimal one.
+      STAMP = /\A(?:\h{16}|\d+)\z/
 
-      # Applies a decision made on the rows read, if the resource's stamp (KEYS[1]'s) is still ARGV[1] and, for a
-      # decision that issues a token (ARGV[6] not empty), the token epoch KEYS[6] is still ARGV[6] ("-": none) and
-      # was set on this server process (its run_id): the row's fields deleted and set in KEYS[2] (ARGV[7] names,
-      # ARGV[8] pairs), the stamp set to ARGV[2], the event (the pairs after those) added to the stream KEYS[3] as the
-      # next id of KEYS[4], keeping its newest ARGV[4] and deleting its two oldest if their at is below ARGV[5], and
-      # the name ARGV[3] in the index KEYS[5]. Answers the event's id, false (the stamp moved) or "epoch" (the epoch
-      # is not this server's), having written nothing for either. Every key's type is read before the first write,
-      # so a foreign key fails the script before it wrote anything.
+      # Applies a decision made on the rows read, if the resource's stamp (KEYS[1]'s) is still ARGV[1], if the
+      # decision's instant ARGV[7] (Integer microseconds of the server's clock; "": the caller's clock, not checked) is
+      # no later than TIME and at most ARGV[8] microseconds before it, and, for a decision that issues a token
+      # (ARGV[6] not empty), if the token epoch KEYS[6] is still ARGV[6] ("-": none): the row's fields ARGV[9] deleted
+      # from KEYS[2] and its pairs ARGV[10] set there, the stamp set to ARGV[2] (also for a refusal), the event's
+      # pairs ARGV[11] added to the stream KEYS[3] as the next id of KEYS[4] (ARGV[9] to ARGV[11] are words
+      # separated by spaces: names, numbers, kinds and reasons, never a space in one), keeping its newest ARGV[4] and
+      # deleting its two oldest if their at is below ARGV[5], and the name ARGV[3] in the index KEYS[5]. Answers {the
+      # event's id, TIME};
+      # when a check failed, {"moved", the stamp, the row of KEYS[1] (COLUMNS), the epoch, TIME}, the resource as it
+      # is now, to be decided again; {"epoch"} when the epoch read is still there but was not set on this server
+      # process (its run_id). Nothing is written but for the first answer. Every key's type is read before the first
+      # write, so a foreign key fails the script before it wrote anything.
       COMMIT = <<~LUA
-        if (redis.call('HGET', KEYS[1], 'stamp') or '') ~= ARGV[1] then return false end
-        if ARGV[6] ~= '' then
+        local stamp = redis.call('HGET', KEYS[1], 'stamp') or ''
+        local time = redis.call('TIME')
+        local moved = stamp ~= ARGV[1]
+        if not moved and ARGV[7] ~= '' then
+          local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+          local at = tonumber(ARGV[7])
+          moved = at > now or at < now - tonumber(ARGV[8])
+        end
+        if not moved and ARGV[6] ~= '' then
           local epoch = redis.call('HMGET', KEYS[6], 'epoch', 'run_id')
-          local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
-          if (epoch[1] or '-') ~= ARGV[6] or epoch[2] ~= run_id then return 'epoch' end
+          if (epoch[1] or '-') ~= ARGV[6] then
+            moved = true
+          elseif epoch[2] ~= string.match(redis.call('INFO', 'server'), 'run_id:(%w+)') then
+            return {'epoch'}
+          end
+        end
+        if moved then
+          local row = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires_at', 'last_issued', 'observed',
+                                 'revision')
+          return {'moved', stamp, row[1], row[2], row[3], row[4], row[5], row[6],
+                  redis.call('HGET', KEYS[6], 'epoch'), time[1], time[2]}
         end
         redis.call('HLEN', KEYS[2])
         redis.call('XLEN', KEYS[3])
         redis.call('ZCARD', KEYS[5])
         local id = redis.call('INCR', KEYS[4])
-        local deletes, sets = tonumber(ARGV[7]), tonumber(ARGV[8])
-        local at = 9
-        if deletes > 0 then redis.call('HDEL', KEYS[2], unpack(ARGV, at, at + deletes - 1)) end
-        at = at + deletes
-        if sets > 0 then redis.call('HSET', KEYS[2], unpack(ARGV, at, at + 2 * sets - 1)) end
-        at = at + 2 * sets
-        if deletes + sets > 0 then redis.call('HSET', KEYS[1], 'stamp', ARGV[2]) end
-        redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[4], string.format('%d-0', id), unpack(ARGV, at))
+        local function words(text)
+          local list = {}
+          for word in string.gmatch(text, '%S+') do list[#list + 1] = word end
+          return list
+        end
+        local deletes, sets = words(ARGV[9]), words(ARGV[10])
+        if #deletes > 0 then redis.call('HDEL', KEYS[2], unpack(deletes)) end
+        if #sets > 0 then redis.call('HSET', KEYS[2], unpack(sets)) end
+        redis.call('HSET', KEYS[1], 'stamp', ARGV[2])
+        redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[4], string.format('%d-0', id), unpack(words(ARGV[11])))
         local cutoff = tonumber(ARGV[5])
         for _, entry in ipairs(redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 2)) do
           local fields = entry[2]
@@ -165,7 +212,7 @@ module LeaseMachines
           end
         end
         redis.call('ZADD', KEYS[5], 0, ARGV[3])
-        return id
+        return {id, time[1], time[2]}
       LUA
       # Sets the token epoch KEYS[1] to ARGV[1] on the server process ARGV[2], unless it is already as high.
       SET_EPOCH = <<~LUA
@@ -174,7 +221,8 @@ module LeaseMachines
         return 1
       LUA
       private_constant :URL, :PREFIX, :INDEX, :EVENT_IDS, :COLUMNS, :FLOAT_COLUMNS, :EVENT_FIELDS, :EVENT_INTEGERS,
-                       :EVENT_FLOATS, :BATCH, :FENCE_LOCK, :COMMIT, :TIER_PROMISES, :EPOCH, :SET_EPOCH
+                       :EVENT_FLOATS, :BATCH, :FENCE_LOCK, :COMMIT, :TIER_PROMISES, :EPOCH, :SET_EPOCH,
+                       :CARRIED_CLOCK_US, :KNOWN, :STAMP
 
       # What the server promises of a committed decision, read when the store opened: +tier+ (one of TIERS),
       # +replicas+ (how many were connected), +wait+ (how many each commit waits for; 0: none) and +promise+, the
@@ -269,6 +317,8 @@ module LeaseMachines
         end
         @name = "#{@name} (its fence: #{@fence.name})" if @fence
         @commit_sha = Digest::SHA1.hexdigest(COMMIT)
+        @known = {}
+        @clock = nil
         @closed = false
       end
 
@@ -295,11 +345,23 @@ module LeaseMachines
         @fence&.retain_events(per_lease: per_lease, max_age: max_age)
       end
 
-      # One round trip: the resource's row and the server's clock. Returns [row, now or nil]; the stamp is
-      # kept for the commit.
+      # The resource's row and the server's clock. Returns [row, now or nil]; the stamp is kept for the commit.
       # The token epoch is read with them, and each row's last_issued is raised to the epoch's floor (a missing row
       # becomes a vacant one there), so that the core issues the epoch's tokens.
+      #
+      # No round trip when this store knows the resource as its last commit left it (or as a refused commit found
+      # it): then the row is that one, checked by the commit's stamp, and the clock is the server's TIME as this store
+      # last read it, carried forward by this process's monotonic clock, which the commit checks against TIME (no
+      # later, at most CARRIED_CLOCK before). One round trip (#read) otherwise.
       def open_request(resource, clock: false)
+        known = remembered(resource)
+        if known && (!clock || @clock)
+          row, stamp, epoch, fresh, time = known
+          now = time || carried_clock if clock
+          rows = request(resource, stamp, epoch, [row], now, fresh: fresh)
+          return [rows.first, now && now / 1_000_000.0]
+        end
+
         time, epoch, values = read([self.class.key(resource, "lease")], [*COLUMNS, "stamp"])
         rows = request(resource, values.last, epoch, [row_of(values.first(COLUMNS.size))])
         [rows.first, clock ? seconds(time) : nil]
@@ -307,6 +369,7 @@ module LeaseMachines
 
       # One round trip, as #open_request's, for a semaphore: rows[i] is slot i's columns (nil: no row).
       def open_slots(resource, clock: false)
+        @known.delete(resource) # its stamp moves with any slot's write
         keys = [self.class.key(resource, "lease"), self.class.key(resource, "slots")]
         time, epoch, values, slots = read(keys, [*COLUMNS, "stamp"])
         rows = request(resource, values.last, epoch, [row_of(values.first(COLUMNS.size)), *slot_rows(slots)])
@@ -316,31 +379,43 @@ module LeaseMachines
       def close_request(resource, row, event) = close_slots(resource, 0, row, event)
 
       # One round trip (COMMIT, and WAIT when +wait:+): +row+ written into +slot+ (nil: nothing changed) with the
-      # request's +event+, if the resource is still as #open_slots or #open_request read it; CONFLICT otherwise
-      # (nothing written). A connection lost on the way raises StoreError saying whether it committed is unknown; a
-      # WAIT that fewer replicas acknowledged raises StoreError saying it committed on the primary.
+      # request's +event+, if the resource is still as #open_slots or #open_request found it (and a carried instant
+      # still near the server's clock); CONFLICT otherwise (nothing written; the answer's resource remembered for
+      # the next open). A connection lost on the way is tried once more (#commit); a timeout raises StoreError saying
+      # whether it committed is unknown; a WAIT that fewer replicas acknowledged raises StoreError saying it
+      # committed on the primary.
       #
       # With a fence, a decision that issues a token commits only under the token epoch it read, set on the server
       # process it commits on; when the epoch is missing or was set on another process (Redis restarted, or failed
       # over, since), or the token would leave the epoch's range, the epoch is advanced first (#advance_epoch) and
-      # the request answers CONFLICT, to be decided again above the new epoch's floor.
+      # the request answers CONFLICT, to be decided again above the new epoch's floor. An epoch this store
+      # remembered from its own commit is read first: the request answers CONFLICT, and the next open reads.
       def close_slots(resource, slot, row, event)
-        opened, stamp, epoch, issued = @request
+        opened, stamp, epoch, issued, at, read, fresh = @request
         @request = nil
         raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
 
         issues = @fence && row && row[3] != issued[slot]
-        return advance_epoch(resource, epoch) if issues && row[3] >= ((epoch || -1).to_i + 1) << EPOCH_BITS
+        if issues && row[3] >= ((epoch || -1).to_i + 1) << EPOCH_BITS
+          return fresh ? advance_epoch(resource, epoch) : conflict(resource) # an epoch remembered: read it first
+        end
 
-        next_stamp = row ? stamp_after(resource, stamp) : stamp.to_s
+        next_stamp = SecureRandom.hex(8)
         keys = [self.class.key(resource, "lease"), self.class.key(resource, slot.zero? ? "lease" : "slots"),
                 self.class.key(resource, "events"), EVENT_IDS, INDEX, EPOCH]
         args = [stamp.to_s, next_stamp, resource, @keep_events.to_s, text(event[1] - @events_max_age),
-                issues ? epoch || "-" : "", *row_arguments(slot, row), *event_pairs(slot, event)]
-        id, acknowledged = commit(keys, args)
-        return conflict(resource) if id.nil?
-        return advance_epoch(resource, epoch) if id == "epoch"
+                issues ? epoch || "-" : "", at.to_s, CARRIED_CLOCK_US, *row_words(slot, row),
+                event_words(slot, event)]
+        reply, acknowledged = commit(keys, args)
+        return advance_epoch(resource, epoch) if reply.first == "epoch"
 
+        clock_read(reply[-2], reply[-1]) if reply.size > 2
+        unless Integer === reply.first # moved: decided again on the resource as the reply has it
+          remember(resource, row_of(reply[2, COLUMNS.size]), reply[1], reply[-3], fresh: @clock.first) if slot.zero?
+          return conflict(resource)
+        end
+
+        remember(resource, row || read, next_stamp, epoch, fresh: false) if slot.zero?
         @deadline = nil
         return if acknowledged.nil? || acknowledged >= @wait
 
@@ -580,13 +655,46 @@ module LeaseMachines
           transaction.call("TIME")
         end
         time = replies.pop
+        clock_read(*time)
         [time, replies.pop, *replies]
       end
 
+      # The resource as this store's last commit of it left it, or as its last refused commit found it: [row (nil:
+      # none), stamp, epoch, whether that epoch was read then, the server's TIME then (Integer microseconds)] (the
+      # last two for a refused commit's: a read's, made after the request began, and its instant), taken (the
+      # request's commit leaves the next). Nil when this store does not know it.
+      def remembered(resource) = @known.delete(resource)
+
+      # Keeps +row+, +stamp+ and +epoch+ as the resource's state, for the next request's open, with +fresh+: false, or
+      # the TIME they were read at (a refused commit's answer). The oldest known resource is forgotten beyond KNOWN.
+      def remember(resource, row, stamp, epoch, fresh:)
+        @known[resource] = [row, stamp.nil? || stamp.empty? ? nil : stamp, epoch, !!fresh, fresh || nil].freeze
+        @known.shift if @known.size > KNOWN
+      end
+
+      # A reading of the server's TIME ([seconds, microseconds], Strings) taken now, for #carried_clock.
+      def clock_read(seconds, microseconds)
+        @clock = [Integer(seconds, 10) * 1_000_000 + Integer(microseconds, 10),
+                  Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond)]
+      end
+
+      # The server's clock now, as Integer microseconds: its last reading, plus how long this process's monotonic clock
+      # says has passed since. Never later than the server's clock but by the two clocks' drift (which the commit's
+      # check refuses); earlier by at most a reply's way back, until the commit's check.
+      def carried_clock
+        server, local = @clock
+        server + (Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond) - local)
+      end
+
       # The request's read kept for its close (the resource, its stamp, the epoch, each slot's last_issued after the
-      # floor), and its +rows+ with their last_issued (and revision) raised to the floor of +epoch+ (a missing row: a
-      # vacant one there).
-      def request(resource, stamp, epoch, rows)
+      # floor, the instant +at+ carried from the last clock reading (Integer microseconds; nil: read, or not the
+      # server's), slot 0's row, whether +epoch+ was read by this request), and its +rows+ with their last_issued
+      # (and revision) raised to the floor of +epoch+ (a missing row: a vacant one there).
+      def request(resource, stamp, epoch, rows, at = nil, fresh: true)
+        unless stamp.nil? || STAMP.match?(stamp)
+          raise StoreError, "corrupt lease row for #{resource.inspect} in #{@name}: stamp #{stamp.inspect}"
+        end
+
         floor = epoch.nil? ? 0 : Integer(epoch, 10) << EPOCH_BITS
         unless floor.zero?
           rows = rows.map do |row|
@@ -601,7 +709,7 @@ module LeaseMachines
             end
           end
         end
-        @request = [resource, stamp, epoch, rows.map { _1&.[](3) }]
+        @request = [resource, stamp, epoch, rows.map { _1&.[](3) }, at, rows.first, fresh]
         rows
       rescue ArgumentError
         raise StoreError, "corrupt token epoch in #{@name}: #{epoch.inspect}"
@@ -656,19 +764,44 @@ module LeaseMachines
       end
 
       # COMMIT (and WAIT), in one round trip. Returns [id or nil, acknowledged replicas or nil].
+      #
+      # A connection that broke on the way (not a timeout) is tried once more, on a new one: the socket of a server
+      # restarted since this store's last command is dead, and only a command finds out. Every commit moves the
+      # resource's stamp (ARGV[1]) to a new one of its own (ARGV[2]), random, so the second attempt cannot apply the
+      # decision twice: it applies it where the first did not (the stamp is still the one read), answers that the
+      # first did (the stamp is its new one), or finds the resource moved on (the server lost it, or another commit
+      # followed the first), and the request is decided again on the resource as it is now. Raises StoreError, the
+      # outcome unknown, on a timeout (the first attempt may still be applied) or when the second attempt fails too.
       def commit(keys, args)
+        attempt = 0
+        begin
+          replies = commit_once(keys, args)
+        rescue ::RedisClient::ConnectionError => e
+          raise if ::RedisClient::ReadOnlyError === e || ::RedisClient::MasterDownError === e
+          raise unknown_commit(e) if ::RedisClient::TimeoutError === e || (attempt += 1) > 1
+
+          retry
+        end
+        reply = replies.first
+        # The first attempt committed: its answer (the event's id not known, 0), with the second's clock.
+        return [[0, *reply.last(2)], replies[1]] if attempt.positive? && reply.first == "moved" && reply[1] == args[1]
+
+        replies
+      end
+
+      def commit_once(keys, args)
         replies = commit_round_trip("EVALSHA", @commit_sha, keys, args)
         if ::RedisClient::CommandError === replies.first && replies.first.message.start_with?("NOSCRIPT")
           replies = commit_round_trip("EVAL", COMMIT, keys, args)
         end
         replies.each { raise _1 if Exception === _1 }
         replies
-      rescue ::RedisClient::ConnectionError => e
-        raise if ::RedisClient::ReadOnlyError === e || ::RedisClient::MasterDownError === e
+      end
 
-        raise StoreError, "#{@name}: the connection failed while the commit was on its way " \
-                          "(#{self.class.message(e)}): whether it committed is unknown; the next request reads " \
-                          "what the server kept"
+      def unknown_commit(error)
+        StoreError.new("#{@name}: the connection failed while the commit was on its way " \
+                       "(#{self.class.message(error)}): whether it committed is unknown; the next request reads " \
+                       "what the server kept")
       end
 
       def commit_round_trip(command, script, keys, args)
@@ -696,30 +829,38 @@ module LeaseMachines
         CONFLICT
       end
 
-      # The stamp after +stamp+ (read as an Integer: a foreign one raises StoreError).
-      def stamp_after(resource, stamp)
-        return "1" if stamp.nil?
-
-        (Integer(stamp, 10) + 1).to_s
-      rescue ArgumentError
-        raise StoreError, "corrupt lease row for #{resource.inspect} in #{@name}: stamp #{stamp.inspect}"
-      end
-
-      # [deletes, sets, names to delete..., name, value...] of +row+ in +slot+'s fields (nothing for nil).
-      def row_arguments(slot, row)
-        return %w[0 0] if row.nil?
+      # [the names to delete, the names and values to set] of +row+ in +slot+'s fields, each as words separated by
+      # spaces (both empty for nil).
+      def row_words(slot, row)
+        return ["", ""] if row.nil?
 
         prefix = slot.zero? ? "" : "#{slot}:"
-        deleted, set = COLUMNS.zip(row).partition { |_, value| value.nil? }
-        [deleted.size.to_s, set.size.to_s, *deleted.map { "#{prefix}#{_1.first}" },
-         *set.flat_map { |column, value| ["#{prefix}#{column}", text(value)] }]
+        deletes = +""
+        sets = +""
+        COLUMNS.each_with_index do |column, i|
+          value = row[i]
+          value.nil? ? deletes << " " << prefix << column : sets << " " << prefix << column << " " << word(value)
+        end
+        [deletes, sets]
       end
 
-      # The event's fields and values (nil ones left out), with its slot.
-      def event_pairs(slot, event)
-        pairs = ["slot", slot.to_s]
-        EVENT_FIELDS.zip(event) { |field, value| pairs.push(field, text(value)) unless value.nil? }
-        pairs
+      # The event's fields and values (nil ones left out), with its slot, as words separated by spaces.
+      def event_words(slot, event)
+        words = +"slot #{slot}"
+        EVENT_FIELDS.each_with_index do |field, i|
+          value = event[i]
+          words << " " << field << " " << word(value) unless value.nil?
+        end
+        words
+      end
+
+      # A column or event field as a word of #row_words or #event_words: #text, and never with white space in it
+      # (Lua's %s: what the script splits on).
+      def word(value)
+        text = text(value)
+        raise TypeError, "the extension wrote #{LeaseMachines.shown(value)} into a row" if text.match?(/[ \t\n\v\f\r]/)
+
+        text
       end
 
       # A column as Redis stores it: Integers in decimal, Floats as Ruby writes them (which read back exactly).
