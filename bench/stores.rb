@@ -15,7 +15,8 @@
 # - Redis, through one redis-client connection each, on a throwaway redis-server that keeps nothing (--save ""
 #   --appendonly no): LeaseMachines::Store on Redis (without a fence, and with its fence in SQLite: the token
 #   epoch's check; as two stores taking turns on one lease, so that each decision follows the other store's; and
-#   once more committing by WATCH / MULTI / EXEC instead of its script), SET NX PX with a
+#   once more committing by WATCH / MULTI / EXEC instead of its script), its commit script alone (each decision's
+#   COMMIT sent again, with no read and no decision: the floor of its decisions), SET NX PX with a
 #   compare-and-delete script (EVAL), and a redlock-style single-instance lock (EVALSHA scripts, a random value, the
 #   validity check);
 # - the PostgreSQL rows again over TCP through a network namespace and a veth pair with netem's delay on both ends
@@ -208,6 +209,8 @@ module Bench
                      -> { StoreLock.new(@redis.client, resource: "bench fenced", fence: fence) }],
                     ["`LeaseMachines::Store`, Redis, two stores taking turns", :store,
                      -> { TakingTurnsLock.new(@redis.client, @redis.client, resource: "bench turns") }],
+                    ["the Redis store's commit script alone (no read, no decision)", :floor,
+                     -> { CommitScriptLock.new(@redis.client, resource: "bench script") }],
                     ["`LeaseMachines::Store`, Redis, by `WATCH`/`MULTI`/`EXEC` (not shipped)", :store,
                      -> { StoreLock.new(@redis.client, resource: "bench watch", commit: :watch) }],
                     ["Redis `SET NX PX` + compare-and-delete (`EVAL`)", :upsert,
@@ -464,12 +467,14 @@ module Bench
       def ratios
         lines = ["| store's time / the upsert's (Redis: `SET NX PX`'s) | lock cycles | renewals | target |",
                  "|---|---:|---:|---|"]
-        @rows.select(&:store?).each do |store|
+        @rows.select { _1.store? || _1.kind == :floor }.each do |store|
           upsert = store.upsert(@rows)
           cycles = store.cycles.times(upsert.cycles)
           renewals = store.renewals.times(upsert.renewals)
-          lines << "| #{store.name.split(", ").drop(1).join(", ")}, #{store.over} | #{format("%.2fx", cycles)} | " \
-                   "#{format("%.2fx", renewals)} | #{verdict(store.group.target, [cycles, renewals].max)} |"
+          name = store.store? ? store.name.split(", ").drop(1).join(", ") : store.name
+          verdict = store.store? ? verdict(store.group.target, [cycles, renewals].max) : "none (the store's floor)"
+          lines << "| #{name}, #{store.over} | #{format("%.2fx", cycles)} | #{format("%.2fx", renewals)} | " \
+                   "#{verdict} |"
         end
         lines.join("\n")
       end

@@ -132,6 +132,52 @@ module Bench
       end
     end
 
+    # The Redis store's commit script alone, a floor of its decisions: the COMMIT of each decision of a lock cycle
+    # and of a renewal (EVALSHA with the keys and arguments a Store sent for it, captured once), sent again and again
+    # with the resource's stamp as it finds it and leaves it, and no instant to check: no read, no decision, none of
+    # the store's Ruby around it. It writes what the store writes (the row, the event into the stream, its pruning,
+    # the index), in one round trip.
+    class CommitScriptLock < Lock
+      def initialize(client, resource:)
+        super()
+        @client = client
+        sent = []
+        store = LeaseMachines::Store.new(client)
+        store.instance_variable_get(:@adapter).singleton_class.prepend(Module.new do
+          define_method(:commit_round_trip) do |command, script, keys, args|
+            sent << [keys, args.dup]
+            super(command, script, keys, args)
+          end
+        end)
+        renewed = "#{resource}/renewed"
+        token = store.acquire(resource: resource, owner: OWNER, ttl: TTL).lease.token
+        store.release(resource: resource, owner: OWNER, token: token)
+        token = store.acquire(resource: renewed, owner: OWNER, ttl: TTL).lease.token
+        store.renew(resource: renewed, owner: OWNER, token: token, ttl: TTL)
+        store.close
+        @sha = client.call("SCRIPT", "LOAD", LeaseMachines::Store::Redis.const_get(:COMMIT))
+        @acquire, @release, _, @renew = sent.last(4).map { |keys, args| replayed(keys, args) }
+        @round_trips = RoundTrips.new(client, RoundTrips::REDIS)
+      end
+
+      def cycle = commit(@acquire) && commit(@release)
+      def renew = commit(@renew)
+      def durable? = false
+
+      private
+
+      # The command that commits +args+ on +keys+ again: its stamp the resource's now, left as it is, no instant.
+      def replayed(keys, args)
+        stamp = @client.call("HGET", keys[0], "stamp")
+        args = args.dup
+        args[0] = args[1] = stamp
+        args[6] = ""
+        ["EVALSHA", @sha, keys.size, *keys, *args]
+      end
+
+      def commit(command) = Integer === @client.call_v(command).first
+    end
+
     # The other way a Redis store could commit its decisions, measured beside the one it ships (a compare-and-set
     # script), the same decision deciding both: the read WATCHes the resource's row and its event stream, then reads
     # them with the server's TIME (one round trip, no MULTI: the WATCH guards the read), and the commit writes the

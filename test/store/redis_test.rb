@@ -263,9 +263,9 @@ class StoreRedisTest < Minitest::Test
     client = redis
     store = open_store(client)
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
-    losing = Module.new do
-      define_method(:pipelined) do |*args, **kwargs, &block|
-        super(*args, **kwargs, &block)
+    losing = Module.new do # the commit (call_v, the store's one use of it) applied, and its answer too late
+      define_method(:call_v) do |command|
+        super(command)
         raise RedisClient::ReadTimeoutError, "Waited 5.0 seconds"
       end
     end
@@ -280,9 +280,9 @@ class StoreRedisTest < Minitest::Test
     store = open_store(client)
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
     breaks = 0
-    breaking = Module.new do # the first pipeline after +breaks+ is set: sent, applied, and its answer lost
-      define_method(:pipelined) do |*args, **kwargs, &block|
-        answer = super(*args, **kwargs, &block)
+    breaking = Module.new do # the next +breaks+ commits (call_v): sent, applied, and their answers lost
+      define_method(:call_v) do |command|
+        answer = super(command)
         if breaks.positive?
           breaks -= 1
           close

@@ -804,11 +804,21 @@ module LeaseMachines
                        "what the server kept")
       end
 
+      # [the script's answer (a CommandError returned, not raised), WAIT's answer when +wait:+]: a pipeline only with
+      # WAIT.
       def commit_round_trip(command, script, keys, args)
+        return [script_answer([command, script, keys.size, *keys, *args])] unless @wait.positive?
+
         @client.pipelined(exception: false) do |pipeline|
           pipeline.call(command, script, keys.size, *keys, *args)
-          pipeline.blocking_call(@wait_ms / 1000.0 + ANSWER_TIMEOUT, "WAIT", @wait, @wait_ms) if @wait.positive?
+          pipeline.blocking_call(@wait_ms / 1000.0 + ANSWER_TIMEOUT, "WAIT", @wait, @wait_ms)
         end
+      end
+
+      def script_answer(command)
+        @client.call_v(command)
+      rescue ::RedisClient::CommandError => e
+        e
       end
 
       # The request found the resource changed since its read: CONFLICT, after a pause that grows with the
