@@ -7,9 +7,10 @@ require "support/store_semaphore_rules"
 require "support/store_event_log_rules"
 require "support/redis_support"
 
-# The store on Redis: the same decisions as the in-memory authority, its keys, its commit (two round trips, a
-# compare-and-set decided again when the row moved), bad input, a server that goes away, its tiers and refusals,
-# WAIT, and the SQL fence that refuses the writes of a Redis that lost its tokens.
+# The store on Redis: the same decisions as the in-memory authority, its keys, its commit (a compare-and-set, one round
+# trip on a row the store's last commit left, two otherwise; decided again on the answer when the row moved), bad
+# input, a server that goes away, its tiers and refusals, WAIT, and the SQL fence that refuses the writes of a Redis
+# that lost its tokens.
 class StoreRedisTest < Minitest::Test
   include RedisStoreSupport
   include LeaseMachines::TestSupport::StoreAuthorityRules
@@ -73,14 +74,15 @@ class StoreRedisTest < Minitest::Test
     assert_equal [-1, -1], %w[lease_machines:resources lease_machines:event_ids].map { redis.call("TTL", _1) }
   end
 
-  # A RedisClient whose commands (round trips: a pipeline or MULTI is one) are counted in sent[0].
-  def counted_client(sent)
+  # +client+ (a new one to the test's server by default), its commands (round trips: a pipeline or MULTI is one)
+  # counted in sent[0].
+  def counted_client(sent, client = redis)
     counting = Module.new do
       %i[call call_v pipelined multi blocking_call].each do |name|
         define_method(name) { |*args, **kwargs, &block| (sent[0] += 1) && super(*args, **kwargs, &block) }
       end
     end
-    redis.tap { _1.singleton_class.prepend(counting) }
+    client.tap { _1.singleton_class.prepend(counting) }
   end
 
   def test_a_decision_on_a_row_this_store_left_is_one_round_trip_and_two_otherwise
@@ -231,6 +233,25 @@ class StoreRedisTest < Minitest::Test
     assert_equal lease, store.checkpoint(resource: "relevé".b).lease, "the same UTF-8 bytes, the same lease"
   end
 
+  # A redis-client middleware that takes 1.5 ms each way, as a link to another zone would.
+  module SlowLink
+    def call(command, config) = sleep(0.0015).then { super }.tap { sleep(0.0015) }
+    def call_pipelined(commands, config) = sleep(0.0015).then { super }.tap { sleep(0.0015) }
+  end
+
+  def test_over_a_link_slower_than_the_carried_clocks_bound_a_decision_is_two_round_trips_and_never_stuck
+    sent = [0]
+    store = open_store(counted_client(sent, RedisClient.config(url: @url, middlewares: [SlowLink]).new_client),
+                       busy_timeout: 1.0)
+    token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
+    3.times do
+      sent[0] = 0
+      assert_equal [:renewed, 2], [store.renew(resource: R, owner: 7, token: token, ttl: 30.0).status, sent[0]],
+                   "the carried instant refused (over 2 ms old), then decided on the answer, which is not checked"
+    end
+    assert_equal %i[acquired renewed renewed renewed], store.events(resource: R).map(&:kind)
+  end
+
   def test_a_row_no_history_can_produce_raises_store_error_and_changes_nothing
     store = open_store
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
@@ -301,6 +322,52 @@ class StoreRedisTest < Minitest::Test
     assert_equal 3, store.revision(resource: R), "the first attempt committed; the second found it and broke too"
     assert_equal :renewed, renew(store).status
     assert_equal %i[acquired renewed renewed renewed], store.events(resource: R).map(&:kind)
+  end
+
+  # A redis-client middleware that loses the answer of the next commit it sends (the script applied), once.
+  module LosesOneCommitAnswer
+    class << self
+      attr_accessor :armed
+    end
+
+    def call(command, config) = lose_once(command) { super }
+    def call_pipelined(commands, config) = lose_once(commands.first) { super }
+
+    def lose_once(command)
+      answer = yield
+      return answer unless LosesOneCommitAnswer.armed && %w[EVALSHA EVAL].include?(command.first.to_s)
+
+      LosesOneCommitAnswer.armed = false
+      raise RedisClient::ConnectionError, "Connection reset by peer"
+    end
+  end
+
+  def test_a_commit_a_clients_own_reconnect_sent_again_is_answered_as_the_first_attempt_that_committed
+    client = RedisClient.config(url: @url, reconnect_attempts: 1, middlewares: [LosesOneCommitAnswer]).new_client
+    store = open_store(client)
+    assert_equal 1, store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
+    store.release(resource: R, owner: 7, token: 1)
+    LosesOneCommitAnswer.armed = true
+    decision = store.acquire(resource: R, owner: 7, ttl: 30.0)
+    assert_equal [:granted, 2], [decision.status, decision.lease.token], "the first attempt's grant, not :occupied"
+    assert_equal %i[acquired released acquired], store.events(resource: R).map(&:kind), "applied once"
+  end
+
+  def test_with_wait_a_commit_found_committed_by_its_second_attempt_says_its_replication_is_not_known
+    primary = own_redis
+    replica = own_redis("--replicaof", "127.0.0.1", primary.port.to_s)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+    sleep 0.05 until redis(primary.url).call("INFO", "replication").include?("state=online") ||
+                     Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    client = RedisClient.config(url: primary.url, middlewares: [LosesOneCommitAnswer]).new_client
+    store = open_store(client, wait: 1)
+    store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
+    LosesOneCommitAnswer.armed = true
+    error = assert_raises(LeaseMachines::StoreError) { renew(store) }
+    assert_match(/committed on the primary, but its replicas' acknowledgement is not known/, error.message)
+    assert_equal 2, store.revision(resource: R), "renewed once, on the primary"
+    assert_equal :renewed, store.renew(resource: R, owner: 7, token: 1, ttl: 30.0, now: 2.0).status
+    replica.destroy
   end
 
   def test_the_tier_is_read_on_connect_and_strict_refuses_a_server_below_it

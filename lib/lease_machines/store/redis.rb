@@ -23,13 +23,15 @@ module LeaseMachines
     #
     # The read is skipped where this store knows the resource as its own last commit of it left it (or as a refused
     # commit's answer found it; up to KNOWN resources): then a decision is one round trip, its COMMIT. Its row is
-    # that one, which the stamp checks. Its instant is the server's TIME as this store last read it (in any reply),
-    # carried forward by this process's monotonic clock. The script checks that instant against its own TIME: no
-    # later, and at most CARRIED_CLOCK_US (2 ms) before it, or the commit is refused and decided again at the
-    # answer's TIME. So a decision's instant is a reading of the server's clock, and each decision on a row comes
-    # after the last. A carried instant can be earlier than the call by the last answer's way back (tens of
-    # microseconds on one machine), as a read's instant is earlier than its commit. A semaphore's request always reads
-    # (every slot row).
+    # that one, which the stamp checks. Its instant is the server's TIME as this store last read it (in any answer),
+    # carried forward by this process's monotonic clock: an estimate of the server's clock, which the script checks
+    # against its own TIME. No later, and at most CARRIED_CLOCK_US (2 ms) before it, or the commit is refused, and
+    # the request is decided again on the answer (row, stamp, epoch and TIME read at one instant, as a read reads
+    # them; that instant is not checked again). So each decision on a row comes after the last, at most 2 ms before
+    # its commit: usually earlier than the call by about the last answer's way back (tens of microseconds on one
+    # machine), as a read's instant is earlier than its commit. Where a round trip takes longer than 2 ms (another
+    # zone, a busy host), the check refuses the carried instant and a decision is two round trips, as with a read.
+    # A semaphore's request always reads (every slot row).
     #
     # Anything other than a Store that writes a resource's hashes must give the +stamp+ a new value (or delete it),
     # or a store that remembers the resource decides on the row as it left it, not on that write.
@@ -349,17 +351,18 @@ module LeaseMachines
       # The token epoch is read with them, and each row's last_issued is raised to the epoch's floor (a missing row
       # becomes a vacant one there), so that the core issues the epoch's tokens.
       #
-      # No round trip when this store knows the resource as its last commit left it (or as a refused commit found
-      # it): then the row is that one, checked by the commit's stamp, and the clock is the server's TIME as this store
-      # last read it, carried forward by this process's monotonic clock, which the commit checks against TIME (no
-      # later, at most CARRIED_CLOCK before). One round trip (#read) otherwise.
+      # No round trip when this store knows the resource: as a refused commit's answer found it (the row, stamp,
+      # epoch and TIME the script read at one instant, as #read reads them), or as its own last commit left it. Then
+      # the row is that one, checked by the commit's stamp; the clock is the answer's TIME, or else the server's TIME
+      # as this store last read it carried forward by this process's monotonic clock, which the commit checks against
+      # TIME (no later, at most CARRIED_CLOCK_US before). One round trip (#read) otherwise.
       def open_request(resource, clock: false)
         known = remembered(resource)
         if known && (!clock || @clock)
           row, stamp, epoch, fresh, time = known
-          now = time || carried_clock if clock
-          rows = request(resource, stamp, epoch, [row], now, fresh: fresh)
-          return [rows.first, now && now / 1_000_000.0]
+          carried = carried_clock if clock && time.nil?
+          rows = request(resource, stamp, epoch, [row], carried, fresh: fresh)
+          return [rows.first, clock ? (time || carried) / 1_000_000.0 : nil]
         end
 
         time, epoch, values = read([self.class.key(resource, "lease")], [*COLUMNS, "stamp"])
@@ -419,10 +422,12 @@ module LeaseMachines
         @deadline = nil
         return if acknowledged.nil? || acknowledged >= @wait
 
-        raise StoreError, "#{@name}: the decision on #{resource.inspect} committed on the primary, but only " \
-                          "#{acknowledged} of #{@wait} replicas acknowledged it within #{@wait_ms} ms (WAIT): a " \
-                          "failover now could lose it and issue its tokens again; the next request reads what the " \
-                          "primary kept"
+        replicas = acknowledged.negative? ? "its replicas' acknowledgement is not known (the connection broke " \
+                                                "before WAIT's answer)" : "only #{acknowledged} of #{@wait} replicas " \
+                                                                          "acknowledged it within #{@wait_ms} ms (WAIT)"
+        raise StoreError, "#{@name}: the decision on #{resource.inspect} committed on the primary, but #{replicas}: " \
+                          "a failover now could lose it and issue its tokens again; the next request decides on " \
+                          "what the primary kept"
       end
 
       # The fenced write's transaction opened in the fence's database (its mark read, under the resource's lock on
@@ -763,30 +768,37 @@ module LeaseMachines
         end
       end
 
-      # COMMIT (and WAIT), in one round trip. Returns [id or nil, acknowledged replicas or nil].
+      # COMMIT (and WAIT), in one round trip. Returns [the script's answer, the replicas WAIT counted (nil: no
+      # +wait:+; -1: not known)].
       #
       # A connection that broke on the way (not a timeout) is tried once more, on a new one: the socket of a server
       # restarted since this store's last command is dead, and only a command finds out. Every commit moves the
-      # resource's stamp (ARGV[1]) to a new one of its own (ARGV[2]), random, so the second attempt cannot apply the
-      # decision twice: it applies it where the first did not (the stamp is still the one read), answers that the
-      # first did (the stamp is its new one), or finds the resource moved on (the server lost it, or another commit
-      # followed the first), and the request is decided again on the resource as it is now. Raises StoreError, the
-      # outcome unknown, on a timeout (the first attempt may still be applied) or when the second attempt fails too.
+      # resource's stamp (ARGV[1]) to a new one of its own (ARGV[2]), random, so a second attempt cannot apply the
+      # decision twice: it applies it where the first did not (the stamp is still the one read), finds the first's
+      # stamp (it committed: the answer is the first's, whichever layer sent it again, this one or a client's own
+      # reconnect_attempts), or finds the resource moved on (the server lost it, or another commit followed the
+      # first), and the request is decided again on the resource as it is now. Raises StoreError, the outcome
+      # unknown, on a timeout (the first attempt may still be applied) and when the second attempt fails too, for
+      # whatever reason (a failover's read-only replica, a server still loading).
       def commit(keys, args)
         attempt = 0
         begin
           replies = commit_once(keys, args)
-        rescue ::RedisClient::ConnectionError => e
-          raise if ::RedisClient::ReadOnlyError === e || ::RedisClient::MasterDownError === e
-          raise unknown_commit(e) if ::RedisClient::TimeoutError === e || (attempt += 1) > 1
+        rescue ::RedisClient::ConnectionError, ::RedisClient::CommandError => e
+          raise unknown_commit(e) if attempt.positive?
+          raise if ::RedisClient::CommandError === e || ::RedisClient::ReadOnlyError === e ||
+                   ::RedisClient::MasterDownError === e
+          raise unknown_commit(e) if ::RedisClient::TimeoutError === e
 
+          attempt += 1
           retry
         end
         reply = replies.first
-        # The first attempt committed: its answer (the event's id not known, 0), with the second's clock.
-        return [[0, *reply.last(2)], replies[1]] if attempt.positive? && reply.first == "moved" && reply[1] == args[1]
+        return replies unless reply.first == "moved" && reply[1] == args[1]
 
-        replies
+        # The first attempt committed: its answer (the event's id not known, 0), with this answer's clock; a WAIT on
+        # this connection may not cover the first attempt's write, so replication is not known.
+        [[0, *reply.last(2)], @wait.positive? ? -1 : nil]
       end
 
       def commit_once(keys, args)
