@@ -190,8 +190,9 @@ module Bench
     module WatchCommit
       private
 
-      # Every request reads under its WATCH: none starts from what the last commit left.
+      # Every request reads under its WATCH: none starts from what the last commit left, or from a refused one's.
       def remembered(_resource) = nil
+      def remember(*) = nil
 
       def read(keys, fields)
         @events = keys[0].sub(/:lease\z/, ":events")
@@ -202,9 +203,9 @@ module Bench
           pipeline.call("XRANGE", @events, "-", "+", "COUNT", 2)
           pipeline.call("TIME")
         end
-        time = replies.pop
+        clock_read(*replies.pop)
         @oldest = replies.pop
-        [time, nil, *replies.drop(1)]
+        [nil, *replies.drop(1)]
       end
 
       def commit(keys, args)

@@ -183,9 +183,8 @@ module LeaseMachines
           end
         end
         if moved then
-          local row = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires_at', 'last_issued', 'observed',
-                                 'revision')
-          return {'moved', stamp, row[1], row[2], row[3], row[4], row[5], row[6],
+          local row = redis.call('HMGET', KEYS[1], #{COLUMNS.map { "'#{_1}'" }.join(", ")})
+          return {'moved', stamp, #{Array.new(COLUMNS.size) { "row[#{_1 + 1}]" }.join(", ")},
                   redis.call('HGET', KEYS[6], 'epoch'), time[1], time[2]}
         end
         redis.call('HLEN', KEYS[2])
@@ -359,24 +358,24 @@ module LeaseMachines
       def open_request(resource, clock: false)
         known = remembered(resource)
         if known && (!clock || @clock)
-          row, stamp, epoch, fresh, time = known
+          row, stamp, epoch, time = known
           carried = carried_clock if clock && time.nil?
-          rows = request(resource, stamp, epoch, [row], carried, fresh: fresh)
+          rows = request(resource, stamp, epoch, [row], carried, fresh: !time.nil?)
           return [rows.first, clock ? (time || carried) / 1_000_000.0 : nil]
         end
 
-        time, epoch, values = read([self.class.key(resource, "lease")], [*COLUMNS, "stamp"])
+        epoch, values = read([self.class.key(resource, "lease")], [*COLUMNS, "stamp"])
         rows = request(resource, values.last, epoch, [row_of(values.first(COLUMNS.size))])
-        [rows.first, clock ? seconds(time) : nil]
+        [rows.first, clock ? clock_seconds : nil]
       end
 
       # One round trip, as #open_request's, for a semaphore: rows[i] is slot i's columns (nil: no row).
       def open_slots(resource, clock: false)
         @known.delete(resource) # its stamp moves with any slot's write
         keys = [self.class.key(resource, "lease"), self.class.key(resource, "slots")]
-        time, epoch, values, slots = read(keys, [*COLUMNS, "stamp"])
+        epoch, values, slots = read(keys, [*COLUMNS, "stamp"])
         rows = request(resource, values.last, epoch, [row_of(values.first(COLUMNS.size)), *slot_rows(slots)])
-        [rows, clock ? seconds(time) : nil]
+        [rows, clock ? clock_seconds : nil]
       end
 
       def close_request(resource, row, event) = close_slots(resource, 0, row, event)
@@ -404,8 +403,9 @@ module LeaseMachines
         end
 
         next_stamp = SecureRandom.hex(8)
-        keys = [self.class.key(resource, "lease"), self.class.key(resource, slot.zero? ? "lease" : "slots"),
-                self.class.key(resource, "events"), EVENT_IDS, INDEX, EPOCH]
+        lease = self.class.key(resource, "lease")
+        keys = [lease, slot.zero? ? lease : self.class.key(resource, "slots"), self.class.key(resource, "events"),
+                EVENT_IDS, INDEX, EPOCH]
         args = [stamp.to_s, next_stamp, resource, @keep_events.to_s, text(event[1] - @events_max_age),
                 issues ? epoch || "-" : "", at.to_s, CARRIED_CLOCK_US, *row_words(slot, row),
                 event_words(slot, event)]
@@ -414,17 +414,19 @@ module LeaseMachines
 
         clock_read(reply[-2], reply[-1]) if reply.size > 2
         unless Integer === reply.first # moved: decided again on the resource as the reply has it
-          remember(resource, row_of(reply[2, COLUMNS.size]), reply[1], reply[-3], fresh: @clock.first) if slot.zero?
+          remember(resource, row_of(reply[2, COLUMNS.size]), reply[1], reply[-3], @clock.first) if slot.zero?
           return conflict(resource)
         end
 
-        remember(resource, row || read, next_stamp, epoch, fresh: false) if slot.zero?
+        remember(resource, row || read, next_stamp, epoch) if slot.zero?
         @deadline = nil
         return if acknowledged.nil? || acknowledged >= @wait
 
-        replicas = acknowledged.negative? ? "its replicas' acknowledgement is not known (the connection broke " \
-                                                "before WAIT's answer)" : "only #{acknowledged} of #{@wait} replicas " \
-                                                                          "acknowledged it within #{@wait_ms} ms (WAIT)"
+        replicas = if acknowledged.negative?
+                     "its replicas' acknowledgement is not known (the connection broke before WAIT's answer)"
+                   else
+                     "only #{acknowledged} of #{@wait} replicas acknowledged it within #{@wait_ms} ms (WAIT)"
+                   end
         raise StoreError, "#{@name}: the decision on #{resource.inspect} committed on the primary, but #{replicas}: " \
                           "a failover now could lose it and issue its tokens again; the next request decides on " \
                           "what the primary kept"
@@ -443,8 +445,8 @@ module LeaseMachines
         _, highest, = @fence.open_fence(resource, savepoint: savepoint, clock: false, slot: slot)
         highest = locked_mark(resource, slot) if PostgreSQL === @fence
         key, fields = slot.zero? ? ["lease", COLUMNS] : ["slots", COLUMNS.map { "#{slot}:#{_1}" }]
-        time, _epoch, values = read([self.class.key(resource, key)], fields)
-        [row_of(values), highest, clock ? seconds(time) : nil]
+        _epoch, values = read([self.class.key(resource, key)], fields)
+        [row_of(values), highest, clock ? clock_seconds : nil]
       end
 
       def close_fence(resource, token, savepoint:, event:, statements: [], slot: 0)
@@ -535,7 +537,7 @@ module LeaseMachines
       end
 
       # The server's clock (TIME), Float seconds since the Unix epoch.
-      def server_now = seconds(fetch("TIME"))
+      def server_now = clock_read(*fetch("TIME")) && clock_seconds
 
       # The store's own state is never shown (the client's configuration holds the password).
       def inspect = "#<#{self.class.name} #{@name}>"
@@ -650,8 +652,8 @@ module LeaseMachines
         @fence.read_fence(resource, slot)
       end
 
-      # One round trip (MULTI ... EXEC): [the server's TIME, the token epoch (a String; nil when there is none), the
-      # +fields+ of the hash keys[0], every field of keys[1] when given], read at one instant.
+      # One round trip (MULTI ... EXEC): [the token epoch (a String; nil when there is none), the +fields+ of the hash
+      # keys[0], every field of keys[1] when given], read at one instant with the server's TIME (kept: #clock_read).
       def read(keys, fields)
         replies = fetch(transaction: true) do |transaction|
           transaction.call("HMGET", keys[0], *fields)
@@ -659,21 +661,20 @@ module LeaseMachines
           transaction.call("HGET", EPOCH, "epoch")
           transaction.call("TIME")
         end
-        time = replies.pop
-        clock_read(*time)
-        [time, replies.pop, *replies]
+        clock_read(*replies.pop)
+        [replies.pop, *replies]
       end
 
       # The resource as this store's last commit of it left it, or as its last refused commit found it: [row (nil:
-      # none), stamp, epoch, whether that epoch was read then, the server's TIME then (Integer microseconds)] (the
-      # last two for a refused commit's: a read's, made after the request began, and its instant), taken (the
-      # request's commit leaves the next). Nil when this store does not know it.
+      # none), stamp, epoch, the server's TIME they were read at (Integer microseconds; nil: written by this store,
+      # not read)], taken (the request's commit leaves the next). Nil when this store does not know it.
       def remembered(resource) = @known.delete(resource)
 
-      # Keeps +row+, +stamp+ and +epoch+ as the resource's state, for the next request's open, with +fresh+: false, or
-      # the TIME they were read at (a refused commit's answer). The oldest known resource is forgotten beyond KNOWN.
-      def remember(resource, row, stamp, epoch, fresh:)
-        @known[resource] = [row, stamp.nil? || stamp.empty? ? nil : stamp, epoch, !!fresh, fresh || nil].freeze
+      # Keeps +row+, +stamp+ and +epoch+ as the resource's state, for the next request's open, with the +time+ they
+      # were read at (a refused commit's answer; nil: this store's own commit). The oldest known resource is forgotten
+      # beyond KNOWN.
+      def remember(resource, row, stamp, epoch, time = nil)
+        @known[resource] = [row, stamp.nil? || stamp.empty? ? nil : stamp, epoch, time].freeze
         @known.shift if @known.size > KNOWN
       end
 
@@ -682,6 +683,9 @@ module LeaseMachines
         @clock = [Integer(seconds, 10) * 1_000_000 + Integer(microseconds, 10),
                   Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond)]
       end
+
+      # The last reading of the server's clock (#clock_read), Float seconds since the Unix epoch.
+      def clock_seconds = @clock.first / 1_000_000.0
 
       # The server's clock now, as Integer microseconds: its last reading, plus how long this process's monotonic clock
       # says has passed since. Never later than the server's clock but by the two clocks' drift (which the commit's
@@ -879,10 +883,9 @@ module LeaseMachines
       # A column or event field as a word of #row_words or #event_words: #text, and never with white space in it
       # (Lua's %s: what the script splits on).
       def word(value)
-        text = text(value)
-        raise TypeError, "the extension wrote #{LeaseMachines.shown(value)} into a row" if text.match?(/[ \t\n\v\f\r]/)
+        return text(value) unless String === value && value.match?(/[ \t\n\v\f\r]/)
 
-        text
+        raise TypeError, "the extension wrote #{LeaseMachines.shown(value)} into a row"
       end
 
       # A column as Redis stores it: Integers in decimal, Floats as Ruby writes them (which read back exactly).
@@ -995,9 +998,6 @@ module LeaseMachines
 
         Hash === reply ? reply.to_a : reply.each_slice(2).to_a
       end
-
-      # TIME's [seconds, microseconds] as Float seconds.
-      def seconds(time) = Integer(time[0], 10) + Integer(time[1], 10) / 1_000_000.0
     end
   end
 end
