@@ -53,6 +53,12 @@ impl Checkpoint {
         Self { last_issued, lease, observed }
     }
 
+    /// The same lease record and watermark with the high-water `floor`: a token epoch's floor, above this one's
+    /// (see [`LeaseRow::in_epoch`](crate::LeaseRow::in_epoch)); the lease's token stays at most the high-water.
+    pub(crate) const fn raised_to(self, floor: FencingToken) -> Self {
+        Self { last_issued: Some(floor), ..self }
+    }
+
     /// The greatest token ever issued, or `None` when the history has issued none.
     #[must_use]
     pub const fn last_issued(&self) -> Option<FencingToken> {

@@ -4,7 +4,7 @@ use core::time::Duration;
 
 use crate::{
     Checkpoint, ClockPolicy, Decision, Event, EventKind, Fence, FencingToken, Lease, LeaseAuthority, OwnerId,
-    Rejection, WriteCheck,
+    Rejection, TokenEpoch, WriteCheck,
 };
 
 /// What a durable store keeps for one resource: the authority's [`Checkpoint`] and the row's revision, the count
@@ -110,6 +110,11 @@ impl LeaseRow {
         }
     }
 
+    /// A row raised into a token epoch ([`LeaseRow::in_epoch`]): `revision` is at least the raised high-water.
+    pub(crate) const fn raised(checkpoint: Checkpoint, revision: u64) -> Self {
+        Self { checkpoint, revision }
+    }
+
     /// The authority's state the row holds.
     #[must_use]
     pub const fn checkpoint(&self) -> Checkpoint {
@@ -198,6 +203,20 @@ impl LeaseRow {
         Some(Change { kind, lease, replaced: before })
     }
 
+    /// Decides `request` as [`decide`](Self::decide) does, on this row raised to `epoch`'s floor
+    /// ([`in_epoch`](Self::in_epoch)); `None` when the decision would issue a token past the epoch's last: then
+    /// nothing may be written, and the store moves to the next epoch and decides again.
+    pub fn decide_in(
+        &self,
+        epoch: TokenEpoch,
+        request: Request,
+        now: Duration,
+        clock_policy: ClockPolicy,
+    ) -> Option<RowDecision> {
+        let answer = self.in_epoch(epoch).decide(request, now, clock_policy);
+        epoch.keeps(answer.issued()).then_some(answer)
+    }
+
     /// Checks a write carrying `token` at `now` against this row and `fence`, the mark earlier writes left:
     /// [`Checkpoint::check_write`] on the row's checkpoint.
     pub fn check_write(&self, fence: Fence, token: FencingToken, now: Duration) -> WriteCheck {
@@ -227,6 +246,15 @@ impl RowDecision {
     #[must_use]
     pub const fn write(&self) -> Option<LeaseRow> {
         self.write
+    }
+
+    /// The token the decision issued: a grant's (a transfer's new one), `None` for any other decision.
+    #[must_use]
+    pub const fn issued(&self) -> Option<FencingToken> {
+        match self.decision {
+            Decision::Granted(lease) => Some(lease.token()),
+            _ => None,
+        }
     }
 
     /// The instant the request was decided at: its `now`, or the row's watermark when that is later (under

@@ -211,6 +211,12 @@ impl SlotDecision {
         self.answer.write()
     }
 
+    /// The token the decision issued in its slot ([`RowDecision::issued`]).
+    #[must_use]
+    pub const fn issued(&self) -> Option<FencingToken> {
+        self.answer.issued()
+    }
+
     /// The instant the request was decided at ([`RowDecision::at`]).
     #[must_use]
     pub const fn at(&self) -> Duration {

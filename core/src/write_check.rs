@@ -38,8 +38,9 @@ impl Checkpoint {
     /// 1. the fence's mark was issued by this history, else [`WriteCheck::InconsistentMark`];
     /// 2. `token` was issued by this history, else [`WriteCheck::NeverIssued`];
     /// 3. `token` is at least the fence's mark, else [`Rejection::StaleToken`];
-    /// 4. the current lease record exists ([`Rejection::NotHeld`]), carries `token` ([`Rejection::StaleToken`]),
-    ///    and is live at `now` ([`Rejection::Expired`]).
+    /// 4. no newer token was issued ([`Rejection::StaleToken`]: a later grant, since ended, or a token epoch's floor
+    ///    above it), the current lease record exists ([`Rejection::NotHeld`]), carries `token`
+    ///    ([`Rejection::StaleToken`]), and is live at `now` ([`Rejection::Expired`]).
     ///
     /// `now` earlier than the clock watermark is read as the watermark, as [`ClockPolicy::Clamp`] reads it: a clock
     /// that stepped back can neither revive a lease nor refuse on its own. The check reads no clock and moves no
@@ -58,6 +59,8 @@ impl Checkpoint {
             return WriteCheck::Refused(Rejection::StaleToken);
         }
         let refusal = match self.lease() {
+            // A newer grant came and went since: superseded, as a token below a row's epoch floor is.
+            None if self.last_issued() != Some(token) => Some(Rejection::StaleToken),
             None => Some(Rejection::NotHeld),
             Some(lease) if lease.token() != token => Some(Rejection::StaleToken),
             Some(lease) if !lease.is_live(now.max(self.observed())) => Some(Rejection::Expired),

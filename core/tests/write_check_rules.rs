@@ -65,6 +65,17 @@ fn a_released_leases_token_is_refused() {
 }
 
 #[test]
+fn a_token_whose_successor_came_and_went_is_stale_not_merely_not_held() {
+    let mut authority = LeaseAuthority::new();
+    let first = granted(authority.acquire(A, s(0), s(10)));
+    assert_eq!(authority.release(A, first.token(), s(1)), Decision::Released);
+    let second = granted(authority.acquire(B, s(2), s(10)));
+    assert_eq!(authority.release(B, second.token(), s(3)), Decision::Released);
+    let check = authority.checkpoint().check_write(Fence::default(), first.token(), s(4));
+    assert_eq!(check, WriteCheck::Refused(Rejection::StaleToken));
+}
+
+#[test]
 fn an_expired_leases_token_is_refused_with_no_successor_yet() {
     let mut authority = LeaseAuthority::new();
     let lease = granted(authority.acquire(A, s(0), s(10)));
@@ -191,6 +202,13 @@ proptest! {
                         prop_assert_eq!(check, WriteCheck::NeverIssued);
                     } else {
                         prop_assert_eq!(check.is_admitted(), presented == model.last_grant && live, "{:?}", check);
+                        // Superseded (a newer grant, or a newer write) is stale, whatever became of the newer one.
+                        let superseded = presented < model.last_grant || fence.highest().is_some_and(|mark| presented < mark.value());
+                        if superseded {
+                            prop_assert_eq!(check, WriteCheck::Refused(Rejection::StaleToken));
+                        } else if !model.held {
+                            prop_assert_eq!(check, WriteCheck::Refused(Rejection::NotHeld));
+                        }
                     }
                     if let WriteCheck::Admitted(next) = check {
                         // Admitted tokens never go down, and every one was the newest grant when it wrote.

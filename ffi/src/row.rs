@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use lease_machines::{
     Checkpoint, ClockPolicy, Decision, Event, EventKind, Fence, FencingToken, Lease, LeaseRow, Limit, OwnerId,
-    Rejection, Request, Semaphore, SlotRequest, WriteCheck, MAX_LIMIT,
+    Rejection, Request, Semaphore, SlotRequest, TokenEpoch, WriteCheck, MAX_LIMIT,
 };
 use magnus::{prelude::*, Error, ExceptionClass, Integer, IntoValue, RArray, RModule, Ruby, Symbol, Value};
 
@@ -87,6 +87,29 @@ fn row_arg(ruby: &Ruby, place: &Place, value: Value) -> Result<LeaseRow, Error> 
         let issued = last_issued.map_or(0, FencingToken::value);
         place.corrupt(ruby, "lease", &format!("{issued} tokens issued in {revision} changes (each grant is a change)"))
     })
+}
+
+/// The token epoch a store decides in: `nil` for the first (a store without epochs), else an Integer from 0 to
+/// 2**24-1; a stored value out of range is a corrupt epoch, `StoreError`.
+fn epoch_arg(ruby: &Ruby, place: &Place, value: Value) -> Result<TokenEpoch, Error> {
+    if value.is_nil() {
+        return Ok(TokenEpoch::FIRST);
+    }
+    u64_arg(ruby, "epoch", value)
+        .ok()
+        .and_then(TokenEpoch::new)
+        .ok_or_else(|| place.corrupt(ruby, "token epoch", &format!("epoch {} is not one", shown(value))))
+}
+
+/// What a decision answers when its epoch has no room for the token it would issue: nothing may be written, the
+/// store moves to the next epoch and decides again.
+fn next_epoch(ruby: &Ruby) -> RArray {
+    ruby.ary_new_from_values(&[ruby.to_symbol("next_epoch").as_value()])
+}
+
+/// The token a decision issued, as an Integer, or `nil`.
+fn issued_value(ruby: &Ruby, issued: Option<FencingToken>) -> Value {
+    issued.map_or(ruby.qnil().as_value(), |token| token.value().into_value_with(ruby))
 }
 
 /// The columns of `row`, as the store writes them (times as the Floats the gem hands out).
@@ -274,10 +297,12 @@ fn on_grid_lease(lease: Lease, write: Option<LeaseRow>) -> (Lease, Option<LeaseR
     (lease, write)
 }
 
-/// `LeaseMachines._store_decide(path, name, row, kind, args, now, clock_policy)`: the request decided on the row,
-/// as `[decision, row_to_write, event]` (a frozen `LeaseMachines::Decision`; the columns to write back, or `nil`
-/// when nothing changed; the event's columns, see [`event_columns`]). An accepted transfer answers `:transferred`
-/// with the new owner's lease.
+/// `LeaseMachines._store_decide(path, name, row, kind, args, now, clock_policy, epoch)`: the request decided on the
+/// row raised into the token epoch `epoch` (nil: the first; [`LeaseRow::decide_in`]), as `[decision, row_to_write,
+/// event, issued]` (a frozen `LeaseMachines::Decision`; the columns to write back, or `nil` when nothing changed; the
+/// event's columns, see [`event_columns`]; the token the decision issued, or `nil`), or `[:next_epoch]` when the
+/// epoch has no room for the token it would issue. An accepted transfer answers `:transferred` with the new owner's
+/// lease.
 #[allow(clippy::too_many_arguments)]
 fn store_decide(
     ruby: &Ruby,
@@ -288,17 +313,19 @@ fn store_decide(
     args: Value,
     now: Value,
     clock_policy: Value,
+    epoch: Value,
 ) -> Result<RArray, Error> {
     let (place, now, policy) = opened(ruby, path, name, now, clock_policy)?;
     // The request's arguments are checked before the row: an input fault is the caller's, whatever is stored.
     let asked = Asked::arg(ruby, kind, args)?;
-    let row = row_arg(ruby, &place, row)?;
+    let epoch = epoch_arg(ruby, &place, epoch)?;
+    let row = row_arg(ruby, &place, row)?.in_epoch(epoch);
     let request = asked.on(&row);
-    let answer = row.decide(request, now, policy);
+    let Some(answer) = row.decide_in(epoch, request, now, policy) else { return Ok(next_epoch(ruby)) };
     let (decision, write) = shown_answer(ruby, answer.decision(), answer.write(), asked.kind == Kind::Transfer)?;
     let refused = refusal(answer.decision()).map(|reason| (reason, asked.asker(ruby)));
     let event = event_columns(ruby, answer.event(()), answer.at(), refused, asked.kind == Kind::Revoke);
-    Ok(ruby.ary_new_from_values(&[decision, write, event.as_value()]))
+    Ok(ruby.ary_new_from_values(&[decision, write, event.as_value(), issued_value(ruby, answer.issued())]))
 }
 
 /// The decision of `answer` as the frozen `LeaseMachines::Decision`, and the row to write (expiries on the grid).
@@ -360,9 +387,10 @@ fn slot_arg(ruby: &Ruby, value: Value) -> Result<u32, Error> {
     bounded_arg(ruby, "slot", value, 0, MAX_LIMIT - 1)
 }
 
-/// `LeaseMachines._store_decide_slots(path, name, kind, args, now, clock_policy, rows)`: a semaphore's request
-/// decided on its slot rows (`rows[i]` slot `i`'s columns, or `nil`), as `[decision, slot, row_to_write, event]`
-/// (the event's columns, see [`event_columns`]). `kind` and `args`: `:acquire` `[owner, ttl, limit]`, `:renew`
+/// `LeaseMachines._store_decide_slots(path, name, kind, args, now, clock_policy, rows, epoch)`: a semaphore's
+/// request decided on its slot rows (`rows[i]` slot `i`'s columns, or `nil`), each raised into the token epoch
+/// `epoch` (nil: the first), as `[decision, slot, row_to_write, event, issued]` (the event's columns, see
+/// [`event_columns`]; the token issued, or `nil`), or `[:next_epoch]` as [`store_decide`] answers it. `kind` and `args`: `:acquire` `[owner, ttl, limit]`, `:renew`
 /// `[slot, owner, token, ttl]`, `:release` `[slot, owner, token]`, `:revoke` `[slot, token]`. A limit outside 1 to
 /// 1024 or a slot outside 0 to 1023 raises `ArgumentError`.
 #[allow(clippy::too_many_arguments)]
@@ -375,6 +403,7 @@ fn store_decide_slots(
     now: Value,
     clock_policy: Value,
     rows: Value,
+    epoch: Value,
 ) -> Result<RArray, Error> {
     let (place, now, policy) = opened(ruby, path, name, now, clock_policy)?;
     let kind = Symbol::try_convert(kind)?.name()?.into_owned();
@@ -408,7 +437,11 @@ fn store_decide_slots(
     if rows.len() > MAX_LIMIT as usize {
         return Err(place.corrupt(ruby, "lease", &format!("{} slot rows, more than any limit makes", rows.len())));
     }
-    let rows = rows.into_iter().map(|row| row_arg(ruby, &place, row)).collect::<Result<Vec<_>, _>>()?;
+    let epoch = epoch_arg(ruby, &place, epoch)?;
+    let rows = rows
+        .into_iter()
+        .map(|row| row_arg(ruby, &place, row).map(|row| row.in_epoch(epoch)))
+        .collect::<Result<Vec<_>, _>>()?;
     let Some(semaphore) = Semaphore::new(&rows) else {
         return Err(place.corrupt(ruby, "lease", "more slot rows than any limit makes"));
     };
@@ -425,11 +458,15 @@ fn store_decide_slots(
         _ => SlotRequest::Acquire { owner, ttl, limit },
     };
     let answer = semaphore.decide(request, now, policy);
+    if !epoch.keeps(answer.issued()) {
+        return Ok(next_epoch(ruby));
+    }
     let (decision, write) = shown_answer(ruby, answer.decision(), answer.write(), false)?;
     let asked = Asked { kind, owner, token, new_owner: owner, ttl, current };
     let refused = refusal(answer.decision()).map(|reason| (reason, asked.asker(ruby)));
     let event = event_columns(ruby, answer.event(()), answer.at(), refused, kind == Kind::Revoke);
-    Ok(ruby.ary_new_from_values(&[decision, answer.slot().into_value_with(ruby), write, event.as_value()]))
+    let slot = answer.slot().into_value_with(ruby);
+    Ok(ruby.ary_new_from_values(&[decision, slot, write, event.as_value(), issued_value(ruby, answer.issued())]))
 }
 
 /// A request's place, instant and clock policy, checked.
@@ -448,11 +485,13 @@ fn granted(ruby: &Ruby, status: Status, lease: Lease) -> Result<Value, Error> {
     data::decision(ruby, status.symbol(ruby).as_value(), lease, ruby.qnil().as_value())
 }
 
-/// `LeaseMachines._store_check_write(path, name, row, highest, token, now)`: the core's check of a write carrying
-/// `token` at `now` against the resource's row and its fence's stored mark `highest` (nil without one), as a Symbol:
+/// `LeaseMachines._store_check_write(path, name, row, highest, token, now, epoch)`: the core's check of a write
+/// carrying `token` at `now` against the resource's row, raised into the token epoch `epoch` (nil: the first), and
+/// its fence's stored mark `highest` (nil without one), as a Symbol:
 /// `:admitted`, or a refusal's reason (`:stale_token`, `:not_held`, `:expired`). Raises `ArgumentError` for a token
 /// the row never issued, `StoreError` for a row or mark no history can produce. Token 0, never issued, is older
 /// than every token: `:stale_token`.
+#[allow(clippy::too_many_arguments)]
 fn store_check_write(
     ruby: &Ruby,
     path: Value,
@@ -461,11 +500,12 @@ fn store_check_write(
     highest: Value,
     token: Value,
     now: Value,
+    epoch: Value,
 ) -> Result<Value, Error> {
     let place = Place { path, name };
     let presented = token_arg(ruby, "token", token)?;
     let now = seconds_arg(ruby, "now", now)?;
-    let row = row_arg(ruby, &place, row)?;
+    let row = row_arg(ruby, &place, row)?.in_epoch(epoch_arg(ruby, &place, epoch)?);
     let mark = optional_token_arg(ruby, "highest", highest)
         .map_err(|_| place.corrupt(ruby, "fence", &format!("highest {} is not a token", shown(highest))))?;
     let fence = Fence::new(mark);
@@ -509,13 +549,15 @@ fn store_checkpoint(ruby: &Ruby, path: Value, name: Value, row: Value) -> Result
 
 pub fn define(module: RModule) -> Result<(), Error> {
     let singleton = module.singleton_class()?;
-    singleton.define_private_method("_store_decide", magnus::function!(store_decide, 7))?;
-    singleton.define_private_method("_store_decide_slots", magnus::function!(store_decide_slots, 7))?;
+    singleton.define_private_method("_store_decide", magnus::function!(store_decide, 8))?;
+    singleton.define_private_method("_store_decide_slots", magnus::function!(store_decide_slots, 8))?;
     singleton.define_private_method("_limit", magnus::function!(limit_check, 1))?;
     singleton.define_private_method("_slot", magnus::function!(slot_arg, 1))?;
     // The greatest limit a semaphore takes (Store#acquire's limit:), the core's.
     module.const_set("MAX_LIMIT", MAX_LIMIT)?;
-    singleton.define_private_method("_store_check_write", magnus::function!(store_check_write, 6))?;
+    // How many bits of a token count within its token epoch (Store::Redis's), the core's.
+    module.const_set("TOKEN_EPOCH_BITS", lease_machines::EPOCH_BITS)?;
+    singleton.define_private_method("_store_check_write", magnus::function!(store_check_write, 7))?;
     singleton.define_private_method("_store_checkpoint", magnus::function!(store_checkpoint, 3))?;
     Ok(())
 }

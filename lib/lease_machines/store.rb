@@ -326,7 +326,7 @@ module LeaseMachines
         held = done = false
         savepoint = nil
         begin
-          row, highest, at = guarded do
+          row, highest, at, epoch = guarded do
             recover
             nested = !@claim.nil? # recover let it through: this fiber's own block calls back in
             unless nested
@@ -339,7 +339,7 @@ module LeaseMachines
             storage { @adapter.open_fence(name, savepoint: savepoint, clock: now.nil? && @clock.nil?, slot: slot) }
           end
           at = instant(now, at)
-          verdict = check(name, row, highest, token, at)
+          verdict = check(name, row, highest, token, at, epoch)
           unless verdict == :admitted
             event = logged!(["write_refused", at, nil, token, nil, nil, verdict.to_s, nil, nil, nil, highest])
             storage { @adapter.refuse_fence(name, savepoint: savepoint, event: event, slot: slot) }
@@ -404,7 +404,7 @@ module LeaseMachines
         held = committed = false
         decision = slot = nil
         begin
-          row, at = guarded do
+          row, at, epoch = guarded do
             recover
             if storage { @adapter.in_transaction? }
               raise StoreError, "#{path}: a decision cannot commit inside an open transaction; commit it first"
@@ -417,20 +417,23 @@ module LeaseMachines
           end
           loop do
             if slots
-              decision, slot, write, event = LeaseMachines.__send__(:_store_decide_slots, path, name, kind, args,
-                                                                    instant(now, at), @clock_policy, row)
+              decision, slot, write, event, issued = LeaseMachines.__send__(:_store_decide_slots, path, name, kind,
+                                                                            args, instant(now, at), @clock_policy,
+                                                                            row, epoch)
             else
-              decision, write, event = LeaseMachines.__send__(:_store_decide, path, name, row, kind, args,
-                                                              instant(now, at), @clock_policy)
+              decision, write, event, issued = LeaseMachines.__send__(:_store_decide, path, name, row, kind, args,
+                                                                      instant(now, at), @clock_policy, epoch)
             end
-            fits!(write) if write
-            logged!(event)
-            closed = storage do
-              slots ? @adapter.close_slots(name, slot, write, event) : @adapter.close_request(name, write, event)
-            end
+            closed = if decision == :next_epoch # the epoch has no room for the token: nothing is written
+                       storage { @adapter.next_epoch(name) }
+                     else
+                       fits!(write) if write
+                       logged!(event)
+                       storage { close_rows(name, slots, slot, write, event, issued) }
+                     end
             break unless closed.equal?(CONFLICT)
 
-            row, at = storage { open_rows(name, slots, clock) } # decided again on the row as it is now
+            row, at, epoch = storage { open_rows(name, slots, clock) } # decided again on the row as it is now
           end
           committed = true
           slots ? in_slot(decision, slot) : decision
@@ -440,9 +443,18 @@ module LeaseMachines
       end
     end
 
-    # A decision's open: the resource's row (every slot row, with +slots+) read, with the database's clock if +clock+.
+    # A decision's open: [the resource's row (every slot row, with +slots+), the database's clock reading if +clock+,
+    # the token epoch the store decides in (nil: a store without epochs)].
     def open_rows(name, slots, clock)
       slots ? @adapter.open_slots(name, clock: clock) : @adapter.open_request(name, clock: clock)
+    end
+
+    # A decision's close: +write+ (nil: nothing changed) and +event+ committed, with the token the decision +issued+
+    # (nil: none), for an adapter whose commit checks the token epoch.
+    def close_rows(name, slots, slot, write, event, issued)
+      return @adapter.close_slots(name, slot, write, event, issued) if slots
+
+      @adapter.close_request(name, write, event, issued)
     end
 
     # The request's instant: the caller's +now+, else the database's clock reading +at+, else the store's clock.
@@ -452,11 +464,11 @@ module LeaseMachines
       at.nil? ? @clock.call : at
     end
 
-    # Checks +token+ by the core's rule for a fence beside the lease record, in one native call: +:admitted+ or the
-    # refusal's reason. Raises ArgumentError (a token never issued) or StoreError (a row or mark no history can
-    # produce).
-    def check(name, row, highest, token, now)
-      LeaseMachines.__send__(:_store_check_write, path, name, row, highest, token, now)
+    # Checks +token+ by the core's rule for a fence beside the lease record (the row raised into the token +epoch+ the
+    # adapter read, nil for none), in one native call: +:admitted+ or the refusal's reason. Raises ArgumentError (a
+    # token never issued) or StoreError (a row or mark no history can produce).
+    def check(name, row, highest, token, now, epoch)
+      LeaseMachines.__send__(:_store_check_write, path, name, row, highest, token, now, epoch)
     end
 
     # [checkpoint, revision] of the resource's (+slot+'s) committed row.

@@ -454,14 +454,84 @@ class StoreRedisTest < Minitest::Test
     store
   end
 
-  def test_the_first_token_epoch_is_zero_committed_in_the_fence_before_redis_and_set_on_this_server_process
+  def test_the_first_token_epoch_is_zero_committed_in_the_fence_before_redis_and_set_in_this_servers_history
     store = open_store(fence: @fence)
     assert_equal 1, store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0).lease.token
     assert_equal [[1, 0]], store.database.execute("SELECT id, epoch FROM lease_machines_token_epochs")
-    run_id = redis.call("INFO", "server")[/^run_id:(\h+)/, 1]
-    assert_equal({ "epoch" => "0", "run_id" => run_id }, redis.call("HGETALL", "lease_machines:token_epoch"))
+    assert_equal({ "epoch" => "0", "history" => history(redis) }, redis.call("HGETALL", "lease_machines:token_epoch"))
     assert_equal 2, store.reacquire(resource: R, owner: 7, ttl: 30.0, now: 1.0).lease.token
     assert_equal :renewed, store.renew(resource: R, owner: 7, token: 2, ttl: 30.0, now: 2.0).status
+  end
+
+  # The server's history as a token epoch names it: its process (run_id) and its replication history (master_replid).
+  def history(client) = [client.call("INFO", "server")[/^run_id:(\h+)/, 1],
+                         client.call("INFO", "replication")[/^master_replid:(\h+)/, 1]].join(":")
+
+  # Waits until +replica+ has every write +primary+ took so far (an event, not a timeout a loaded machine can miss).
+  def synced(replica, primary)
+    offset = ->(server, field) { redis(server.url).call("INFO", "replication")[/^#{field}:(\d+)/, 1].to_i }
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 60
+    until redis(replica.url).call("INFO", "replication").include?("master_link_status:up") &&
+          offset.call(replica, "slave_repl_offset") >= offset.call(primary, "master_repl_offset")
+      flunk "the replica never caught up" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      sleep 0.02
+    end
+  end
+
+  # A primary and its replica; A granted token 1 on the primary, the replica synced, then cut off (REPLICAOF NO ONE):
+  # it keeps token 1 and A's lease. Then the primary grants B token 2, which the replica never sees.
+  # Returns [primary, replica, the primary's store, B's lease].
+  def replica_cut_off_before_b
+    primary = own_redis
+    replica = own_redis("--replicaof", "127.0.0.1", primary.port.to_s)
+    store = open_store(primary.url, fence: @fence)
+    store.database.execute("CREATE TABLE report (token INTEGER)")
+    assert_equal 1, store.acquire(resource: R, owner: 1, ttl: 5.0, now: 0.0).lease.token
+    synced(replica, primary)
+    redis(replica.url).call("REPLICAOF", "NO", "ONE")
+    b = store.acquire(resource: R, owner: 2, ttl: 30.0, now: 10.0).lease
+    assert_equal 2, b.token
+    [primary, replica, store, b]
+  end
+
+  # The failback that names a process, not a history: the primary takes the cut-off replica's data (which never saw
+  # token 2) and is promoted again, the same process all along.
+  def test_a_failback_to_the_same_server_process_moves_the_token_epoch_and_the_holder_it_lost_is_refused
+    primary, replica, store, b = replica_cut_off_before_b
+    store.fenced(resource: R, token: b.token, now: 11.0) { report(_1, b.token) }
+    redis(primary.url).call("REPLICAOF", "127.0.0.1", replica.port.to_s) # its data replaced by the replica's
+    synced(primary, replica)
+    redis(primary.url).call("REPLICAOF", "NO", "ONE") # promoted again: the same run_id, another master_replid
+    stale = assert_raises(LeaseMachines::Fenced) { store.fenced(resource: R, token: b.token, now: 12.0) { flunk } }
+    assert_equal :stale_token, stale.reason, "refused as stale before anyone is granted again"
+    c = store.acquire(resource: R, owner: 3, ttl: 30.0, now: 13.0).lease
+    assert_equal EPOCH + 1, c.token, "issued in epoch 1, above token 2, which the server forgot"
+    store.fenced(resource: R, token: c.token, now: 14.0) { report(_1, c.token) }
+    error = assert_raises(LeaseMachines::Fenced) { store.fenced(resource: R, token: b.token, now: 15.0) { flunk } }
+    assert_equal :stale_token, error.reason
+    assert_equal [[b.token], [c.token]], store.database.execute("SELECT token FROM report")
+  end
+
+  # A failover: the cut-off replica is promoted, the old primary dies, and the clients move to the replica.
+  def test_a_failover_to_a_replica_that_lagged_moves_the_token_epoch_and_the_old_primarys_holder_is_refused
+    primary, replica, _old, b = replica_cut_off_before_b
+    primary.stop(signal: "KILL")
+    store = open_store(replica.url, fence: @fence)
+    error = assert_raises(LeaseMachines::Fenced) { store.fenced(resource: R, token: b.token, now: 11.0) { flunk } }
+    assert_equal :stale_token, error.reason, "the promoted replica never heard of token 2; its holder is stale"
+    c = store.acquire(resource: R, owner: 3, ttl: 30.0, now: 12.0).lease
+    assert_equal EPOCH + 1, c.token
+    assert_equal [[1]], store.database.execute("SELECT epoch FROM lease_machines_token_epochs")
+  end
+
+  # Redis's epoch record survived (a copy of its data), but the fence's database committed a later epoch since.
+  def test_an_epoch_behind_the_fences_database_is_moved_past_it
+    store = open_store(fence: @fence)
+    store.acquire(resource: R, owner: 1, ttl: 30.0, now: 0.0)
+    store.database.execute("UPDATE lease_machines_token_epochs SET epoch = 4")
+    other = open_store(fence: @fence) # a store that meets epoch 0 for the first time
+    assert_equal 5 * EPOCH + 1, other.acquire(resource: "other", owner: 2, ttl: 30.0, now: 1.0).lease.token
+    assert_equal "5", redis.call("HGET", "lease_machines:token_epoch", "epoch")
   end
 
   def test_a_restart_without_persistence_moves_the_token_epoch_and_the_old_holder_is_refused_as_stale

@@ -100,7 +100,7 @@ module StoreSemaphoreRules
                    end
       rows = memory[resource]
       expected, in_slot, write = LeaseMachines.__send__(:_store_decide_slots, "memory", resource, kind, args, now,
-                                                        :clamp, rows)
+                                                        :clamp, rows, nil)
       rows[in_slot] = write if write
       store = stores[step % 2]
       keywords = { resource: resource, now: now }

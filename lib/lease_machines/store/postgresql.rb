@@ -318,7 +318,7 @@ module LeaseMachines
       # own row) and COMMIT. The row is known to exist from then on, and only then (a request that rolled back may
       # have made it exist in its own transaction only). A connection lost on the way raises StoreError saying that
       # whether the transaction committed is unknown.
-      def close_slots(resource, slot, row, event)
+      def close_slots(resource, slot, row, event, _issued = nil)
         opened, name, known = @request
         @request = nil
         raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
@@ -330,7 +330,7 @@ module LeaseMachines
         learn(resource) unless known
       end
 
-      def close_request(resource, row, event) = close_slots(resource, 0, row, event)
+      def close_request(resource, row, event, issued = nil) = close_slots(resource, 0, row, event, issued)
 
       # One round trip: the fenced write's transaction opened (BEGIN, or the savepoint +savepoint+ inside the open
       # transaction, keeping the lock timeout it replaces), the resource's row locked FOR SHARE (no grant can commit

@@ -91,28 +91,32 @@ module LeaseMachines
     # == Token epochs: what a Redis that lost its rows can no longer do
     #
     # A Redis that lost rows (a restart without persistence, a crash of :aof_everysec, a failover to a replica that
-    # lagged) would count its tokens again from what it kept, and issue a token that a holder from before the loss
-    # still carries: both would pass the fence. With a fence, every token is issued under a token epoch E, above
-    # E * 2**EPOCH_BITS: the +lease_machines:token_epoch+ hash holds E and the run_id of the server process it was
-    # set on, and the fence's database (table +lease_machines_token_epochs+, EPOCHS_SCHEMA) the highest E ever set.
-    # The COMMIT of a decision that issues a token checks both: on a server process other than the epoch's (it
-    # restarted, or another took over) or with no epoch at all, nothing is written, the next epoch is committed in
-    # the fence's database and set in Redis, and the request is decided again above its floor. So every token
-    # issued after a loss is above every token issued before it; a holder from before is refused as stale
-    # (Rejection :stale_token), never admitted beside the new one. Renewals and releases check nothing more. Each
-    # restart or failover raises the tokens by up to 2**EPOCH_BITS once, whether it lost anything or not. A store
-    # opened without +fence:+ on the same server issues tokens above the epoch's floor but never advances it:
-    # every process of an application whose writes are fenced opens its store with the fence. Without +fence:+,
-    # #open_fence raises NotImplementedError, and the tokens are only as durable as #durability's tier.
+    # lagged, a failback that replaced the primary's data with the replica's) would count its tokens again from what
+    # it kept, and issue a token that a holder from before the loss still carries: both would pass the fence. With a
+    # fence, every token is issued under a token epoch E, above E * 2**EPOCH_BITS (the core's TokenEpoch): the
+    # +lease_machines:token_epoch+ hash holds E and the server's history it was set in (HISTORY: the run_id of the
+    # server process and its master_replid, which a restart, a promotion or a failback changes and which never come
+    # back), and the fence's database (table +lease_machines_token_epochs+, EPOCHS_SCHEMA) the highest E ever set.
+    # The COMMIT of a decision that issues a token checks the history: in another one, or with no epoch at all, or
+    # with the fence database's epoch above Redis's (read once per epoch a store meets), nothing is written, the
+    # next epoch is committed in the fence's database and set in Redis, and the request is decided again above its
+    # floor. So every token issued after a loss is above every token issued before it; a holder from before is
+    # refused as stale (Fenced, reason :stale_token), never admitted beside the new one. Renewals and releases
+    # check nothing more. Each restart, failover or failback raises the tokens by up to 2**EPOCH_BITS once, whether
+    # it lost anything or not. A store opened without +fence:+ on the same server issues tokens above the epoch's
+    # floor but never advances it: every process of an application whose writes are fenced opens its store with the
+    # fence. Without +fence:+, #open_fence raises NotImplementedError, and the tokens are only as durable as
+    # #durability's tier.
     class Redis
       URL = %r{\Arediss?://}i
       PREFIX = "lease_machines"
       INDEX = "#{PREFIX}:resources".freeze
       EVENT_IDS = "#{PREFIX}:event_ids".freeze
-      # The hash of the token epoch in force (fields epoch, and run_id: the server process that it was set on).
+      # The hash of the token epoch in force (fields epoch, and history: the server's history it was set in, HISTORY).
       EPOCH = "#{PREFIX}:token_epoch".freeze
-      # Tokens issued under epoch E are above E * 2**EPOCH_BITS and below (E + 1) * 2**EPOCH_BITS.
-      EPOCH_BITS = 40
+      # Tokens issued under epoch E are above E * 2**EPOCH_BITS and below (E + 1) * 2**EPOCH_BITS (the core's
+      # TokenEpoch).
+      EPOCH_BITS = LeaseMachines::TOKEN_EPOCH_BITS
       # The fence database's table of the last token epoch: one row, durable before Redis is told of it.
       EPOCHS_SCHEMA = "CREATE TABLE IF NOT EXISTS lease_machines_token_epochs " \
                       "(id INTEGER PRIMARY KEY CHECK (id = 1), epoch BIGINT NOT NULL CHECK (epoch >= 0))"
@@ -152,6 +156,17 @@ module LeaseMachines
       # earlier version's decimal one.
       STAMP = /\A(?:\h{16}|\d+)\z/
 
+      # Lua: the server's history as the token epoch names it, "RUN_ID:MASTER_REPLID" (nil when INFO names either not):
+      # run_id changes with every start of the server process, master_replid with every promotion (REPLICAOF NO ONE,
+      # a failover) and every time the server takes another primary's data. Neither comes back, so a server that can
+      # have lost data since the epoch was set (restarted, failed over, failed back) names another history.
+      HISTORY = <<~LUA
+        local function history()
+          local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
+          local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)')
+          if run_id and replid then return run_id .. ':' .. replid end
+        end
+      LUA
       # Applies a decision made on the rows read, if the resource's stamp (KEYS[1]'s) is still ARGV[1], if the
       # decision's instant ARGV[7] (Integer microseconds of the server's clock; "": the caller's clock, not checked) is
       # no later than TIME and at most ARGV[8] microseconds before it, and, for a decision that issues a token
@@ -162,10 +177,11 @@ module LeaseMachines
       # deleting its two oldest if their at is below ARGV[5], and the name ARGV[3] in the index KEYS[5]. Answers {the
       # event's id, TIME};
       # when a check failed, {"moved", the stamp, the row of KEYS[1] (COLUMNS), the epoch, TIME}, the resource as it
-      # is now, to be decided again; {"epoch"} when the epoch read is still there but was not set on this server
-      # process (its run_id). Nothing is written but for the first answer. Every key's type is read before the first
+      # is now, to be decided again; {"epoch"} when the epoch read is still there but was set in another history of
+      # the server (HISTORY: another process, or since a promotion). Nothing is written but for the first answer. Every key's type is read before the first
       # write, so a foreign key fails the script before it wrote anything.
       COMMIT = <<~LUA
+        #{HISTORY}
         local stamp = redis.call('HGET', KEYS[1], 'stamp') or ''
         local time = redis.call('TIME')
         local moved = stamp ~= ARGV[1]
@@ -175,10 +191,10 @@ module LeaseMachines
           moved = at > now or at < now - tonumber(ARGV[8])
         end
         if not moved and ARGV[6] ~= '' then
-          local epoch = redis.call('HMGET', KEYS[6], 'epoch', 'run_id')
+          local epoch = redis.call('HMGET', KEYS[6], 'epoch', 'history')
           if (epoch[1] or '-') ~= ARGV[6] then
             moved = true
-          elseif epoch[2] ~= string.match(redis.call('INFO', 'server'), 'run_id:(%w+)') then
+          elseif epoch[2] == false or epoch[2] ~= history() then
             return {'epoch'}
           end
         end
@@ -215,14 +231,32 @@ module LeaseMachines
         redis.call('ZADD', KEYS[5], 0, ARGV[3])
         return {id, time[1], time[2]}
       LUA
-      # Sets the token epoch KEYS[1] to ARGV[1] on the server process ARGV[2], unless it is already as high.
+      # Reads the fields ARGV of the hash KEYS[1] with the token epoch KEYS[2] and TIME, at one instant: {the values,
+      # the epoch (false: none), 1 if it was set in the server's history as it is now (HISTORY) else 0, TIME}.
+      FENCE_READ = <<~LUA
+        #{HISTORY}
+        local epoch = redis.call('HMGET', KEYS[2], 'epoch', 'history')
+        local time = redis.call('TIME')
+        local values = redis.call('HMGET', KEYS[1], unpack(ARGV))
+        values[#values + 1] = epoch[1]
+        values[#values + 1] = (epoch[2] and epoch[2] == history()) and 1 or 0
+        values[#values + 1] = time[1]
+        values[#values + 1] = time[2]
+        return values
+      LUA
+      # Sets the token epoch KEYS[1] to ARGV[1] in the server's history (HISTORY) as it is now, unless it is already as
+      # high; answers {"history"} when INFO names no run_id or master_replid.
       SET_EPOCH = <<~LUA
+        #{HISTORY}
+        local now = history()
+        if not now then return {'history'} end
         if tonumber(redis.call('HGET', KEYS[1], 'epoch') or '-1') >= tonumber(ARGV[1]) then return 0 end
-        redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'run_id', ARGV[2])
+        redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'history', now)
+        redis.call('HDEL', KEYS[1], 'run_id')
         return 1
       LUA
       private_constant :URL, :PREFIX, :INDEX, :EVENT_IDS, :COLUMNS, :FLOAT_COLUMNS, :EVENT_FIELDS, :EVENT_INTEGERS,
-                       :EVENT_FLOATS, :BATCH, :FENCE_LOCK, :COMMIT, :TIER_PROMISES, :EPOCH, :SET_EPOCH,
+                       :EVENT_FLOATS, :BATCH, :FENCE_LOCK, :HISTORY, :COMMIT, :FENCE_READ, :TIER_PROMISES, :EPOCH, :SET_EPOCH,
                        :CARRIED_CLOCK_US, :KNOWN, :STAMP
 
       # What the server promises of a committed decision, read when the store opened: +tier+ (one of TIERS),
@@ -346,9 +380,9 @@ module LeaseMachines
         @fence&.retain_events(per_lease: per_lease, max_age: max_age)
       end
 
-      # The resource's row and the server's clock. Returns [row, now or nil]; the stamp is kept for the commit.
-      # The token epoch is read with them, and each row's last_issued is raised to the epoch's floor (a missing row
-      # becomes a vacant one there), so that the core issues the epoch's tokens.
+      # The resource's row and the server's clock. Returns [row, now or nil, the token epoch (an Integer; nil: none
+      # set)]; the stamp is kept for the commit. The core decides on the row raised into the epoch
+      # (LeaseMachines::Store's native call), so that it issues the epoch's tokens.
       #
       # No round trip when this store knows the resource: as a refused commit's answer found it (the row, stamp,
       # epoch and TIME the script read at one instant, as #read reads them), or as its own last commit left it. Then
@@ -360,13 +394,14 @@ module LeaseMachines
         if known && (!clock || @clock)
           row, stamp, epoch, time = known
           carried = carried_clock if clock && time.nil?
-          rows = request(resource, stamp, epoch, [row], carried, fresh: !time.nil?)
-          return [rows.first, clock ? (time || carried) / 1_000_000.0 : nil]
+          number = request(resource, stamp, epoch, row, carried, fresh: !time.nil?)
+          return [row, clock ? (time || carried) / 1_000_000.0 : nil, number]
         end
 
         epoch, values = read([self.class.key(resource, "lease")], [*COLUMNS, "stamp"])
-        rows = request(resource, values.last, epoch, [row_of(values.first(COLUMNS.size))])
-        [rows.first, clock ? clock_seconds : nil]
+        row = row_of(values.first(COLUMNS.size))
+        number = request(resource, values.last, epoch, row)
+        [row, clock ? clock_seconds : nil, number]
       end
 
       # One round trip, as #open_request's, for a semaphore: rows[i] is slot i's columns (nil: no row).
@@ -374,11 +409,11 @@ module LeaseMachines
         @known.delete(resource) # its stamp moves with any slot's write
         keys = [self.class.key(resource, "lease"), self.class.key(resource, "slots")]
         epoch, values, slots = read(keys, [*COLUMNS, "stamp"])
-        rows = request(resource, values.last, epoch, [row_of(values.first(COLUMNS.size)), *slot_rows(slots)])
-        [rows, clock ? clock_seconds : nil]
+        rows = [row_of(values.first(COLUMNS.size)), *slot_rows(slots)]
+        [rows, clock ? clock_seconds : nil, request(resource, values.last, epoch, rows.first)]
       end
 
-      def close_request(resource, row, event) = close_slots(resource, 0, row, event)
+      def close_request(resource, row, event, issued = nil) = close_slots(resource, 0, row, event, issued)
 
       # One round trip (COMMIT, and WAIT when +wait:+): +row+ written into +slot+ (nil: nothing changed) with the
       # request's +event+, if the resource is still as #open_slots or #open_request found it (and a carried instant
@@ -387,18 +422,19 @@ module LeaseMachines
       # whether it committed is unknown; a WAIT that fewer replicas acknowledged raises StoreError saying it
       # committed on the primary.
       #
-      # With a fence, a decision that issues a token commits only under the token epoch it read, set on the server
-      # process it commits on; when the epoch is missing or was set on another process (Redis restarted, or failed
-      # over, since), or the token would leave the epoch's range, the epoch is advanced first (#advance_epoch) and
-      # the request answers CONFLICT, to be decided again above the new epoch's floor. An epoch this store
-      # remembered from its own commit is read first: the request answers CONFLICT, and the next open reads.
-      def close_slots(resource, slot, row, event)
-        opened, stamp, epoch, issued, at, read, fresh = @request
+      # With a fence, a decision that +issued+ a token (nil: none) commits only under the token epoch it read, set in
+      # the history of the server it commits on (HISTORY); when the epoch is missing, was set in another history
+      # (Redis restarted, failed over or failed back since), or is below the fence database's, the epoch is advanced
+      # first (#advance_epoch) and the request answers CONFLICT, to be decided again above the new epoch's floor. An
+      # epoch this store remembered from its own commit is read first: the request answers CONFLICT, and the next
+      # open reads.
+      def close_slots(resource, slot, row, event, issued = nil)
+        opened, stamp, epoch, at, read, fresh = @request
         @request = nil
         raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
 
-        issues = @fence && row && row[3] != issued[slot]
-        if issues && row[3] >= ((epoch || -1).to_i + 1) << EPOCH_BITS
+        issues = @fence && !issued.nil?
+        if issues && (epoch.nil? || behind_fence?(epoch))
           return fresh ? advance_epoch(resource, epoch) : conflict(resource) # an epoch remembered: read it first
         end
 
@@ -432,9 +468,25 @@ module LeaseMachines
                           "what the primary kept"
       end
 
+      # A decision whose token the epoch in force has no room for (the core's answer): with a fence, the next epoch
+      # (#advance_epoch), and CONFLICT to decide again in it; StoreError without one (only a store with the fence moves
+      # the epoch).
+      def next_epoch(resource)
+        opened, _stamp, epoch, _at, _read, fresh = @request
+        @request = nil
+        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
+        unless @fence
+          raise StoreError, "#{@name}: the token epoch #{epoch} has no room for #{resource.inspect}'s next token; " \
+                            "a store opened with its fence moves to the next"
+        end
+
+        fresh ? advance_epoch(resource, epoch) : conflict(resource)
+      end
+
       # The fenced write's transaction opened in the fence's database (its mark read, under the resource's lock on
-      # PostgreSQL), then the lease's row of +slot+ read from Redis with the server's clock. Returns
-      # [row, mark, now or nil]. Raises NotImplementedError without a fence.
+      # PostgreSQL), then the lease's row of +slot+ read from Redis with the server's clock and the token epoch.
+      # Returns [row, mark, now or nil, epoch (nil: none)]: the core checks the token on the row raised into the
+      # epoch, so that a holder from before a loss is refused as stale. Raises NotImplementedError without a fence.
       def open_fence(resource, savepoint:, clock: false, slot: 0)
         unless @fence
           raise NotImplementedError, "#{@name}: fenced needs a fence in your SQL database, where the protected " \
@@ -445,8 +497,10 @@ module LeaseMachines
         _, highest, = @fence.open_fence(resource, savepoint: savepoint, clock: false, slot: slot)
         highest = locked_mark(resource, slot) if PostgreSQL === @fence
         key, fields = slot.zero? ? ["lease", COLUMNS] : ["slots", COLUMNS.map { "#{slot}:#{_1}" }]
-        _epoch, values = read([self.class.key(resource, key)], fields)
-        [row_of(values), highest, clock ? clock_seconds : nil]
+        *values, epoch, same_history, seconds, microseconds = fetch("EVAL", FENCE_READ, 2, self.class.key(resource, key),
+                                                                    EPOCH, *fields)
+        clock_read(seconds, microseconds)
+        [row_of(values), highest, clock ? clock_seconds : nil, checked_epoch(epoch, same_history == 1)]
       end
 
       def close_fence(resource, token, savepoint:, event:, statements: [], slot: 0)
@@ -695,52 +749,77 @@ module LeaseMachines
         server + (Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond) - local)
       end
 
-      # The request's read kept for its close (the resource, its stamp, the epoch, each slot's last_issued after the
-      # floor, the instant +at+ carried from the last clock reading (Integer microseconds; nil: read, or not the
-      # server's), slot 0's row, whether +epoch+ was read by this request), and its +rows+ with their last_issued
-      # (and revision) raised to the floor of +epoch+ (a missing row: a vacant one there).
-      def request(resource, stamp, epoch, rows, at = nil, fresh: true)
+      # The request's read kept for its close (the resource, its stamp, the epoch, the instant +at+ carried from the
+      # last clock reading (Integer microseconds; nil: read, or not the server's), slot 0's +row+, whether +epoch+ was
+      # read by this request). Returns the epoch as an Integer (nil: none).
+      def request(resource, stamp, epoch, row, at = nil, fresh: true)
         unless stamp.nil? || STAMP.match?(stamp)
           raise StoreError, "corrupt lease row for #{resource.inspect} in #{@name}: stamp #{stamp.inspect}"
         end
 
-        floor = epoch.nil? ? 0 : Integer(epoch, 10) << EPOCH_BITS
-        unless floor.zero?
-          rows = rows.map do |row|
-            next [nil, nil, nil, floor, 0.0, floor] if row.nil?
-            # A row that issued no token yet (a refusal's: its clock and revision) is raised as much as one below it.
-            vacant = row[3].nil? && row[0].nil? && row[1].nil? && row[2].nil?
-            next row unless (vacant || (Integer === row[3] && row[3] < floor)) && Integer === (row[5] || 0)
+        number = epoch_number(epoch)
+        @request = [resource, stamp, epoch, at, row, fresh]
+        number
+      end
 
-            row.dup.tap do # a row's revision counts its grants at least, so it rises with them
-              _1[3] = floor
-              _1[5] = [row[5] || 0, floor].max
-            end
-          end
-        end
-        @request = [resource, stamp, epoch, rows.map { _1&.[](3) }, at, rows.first, fresh]
-        rows
+      # The token epoch as Redis keeps it (a decimal String; nil: none) as an Integer, or StoreError.
+      def epoch_number(epoch)
+        epoch.nil? ? nil : Integer(epoch, 10)
       rescue ArgumentError
         raise StoreError, "corrupt token epoch in #{@name}: #{epoch.inspect}"
       end
 
-      # The server this store talks to is not the process its token epoch was set on (or has none, or a token would
-      # leave the epoch's range): the next epoch, above every epoch the fence's database or the server knows, is
-      # committed in the fence's database first (never inside a transaction there: Store decides nothing inside
-      # one), then set in Redis with this process's run_id. Every token issued after it is above every token issued
-      # before it, whatever Redis lost. Returns CONFLICT: the request is decided again.
-      def advance_epoch(resource, seen)
-        run_id = fetch("INFO", "server")[/^run_id:(\h+)/, 1]
-        raise StoreError, "#{@name}: INFO server names no run_id, which token epochs need" unless run_id
+      # Whether the fence's database has committed an epoch above +epoch+ (Redis's): Redis then keeps an epoch of
+      # another history than the newest (a copy of its data restored, or a server that missed the last move), and the
+      # next one is taken. Read once per epoch this store meets, not per commit.
+      def behind_fence?(epoch)
+        return false if @confirmed_epoch == epoch
 
-        epoch = next_epoch(seen && Integer(seen, 10))
-        fetch("EVAL", SET_EPOCH, 1, EPOCH, epoch.to_s, run_id)
+        behind = (fence_epoch || -1) > epoch_number(epoch)
+        @confirmed_epoch = epoch unless behind
+        behind
+      end
+
+      # The token epoch a fenced write is checked in: Redis's +epoch+ when it was set in the server's history as it is
+      # now (+same_history+) and no other was committed since; else the one after every epoch committed, whose floor is
+      # above every token ever issued (each is issued in an epoch committed in the fence's database first), so that a
+      # holder from before a loss is refused as stale before the next grant moves the epoch. A holder whose row
+      # survived holds on: the core raises a row's high-water, never its lease.
+      def checked_epoch(epoch, same_history)
+        return epoch_number(epoch) if same_history && @confirmed_epoch == epoch
+
+        committed = fence_epoch
+        if same_history && committed && committed <= epoch_number(epoch)
+          @confirmed_epoch = epoch
+          return epoch_number(epoch)
+        end
+        [committed || -1, epoch_number(epoch) || -1].max + 1
+      end
+
+      # The epoch the fence's database last committed, or nil.
+      def fence_epoch
+        sql = "SELECT epoch FROM lease_machines_token_epochs WHERE id = 1"
+        value = PostgreSQL === @fence ? @fence.connection.exec(sql).values.dig(0, 0) : @fence.connection.execute(sql).dig(0, 0)
+        value&.then { Integer(_1) }
+      end
+
+      # The token epoch is missing, was set in another history of the server (HISTORY: Redis restarted, failed over
+      # or failed back since), is below the fence database's, or has no room for the next token: the next epoch,
+      # above every epoch the fence's database or the server knows, is committed in the fence's database first (never
+      # inside a transaction there: Store decides nothing inside one), then set in Redis in the server's history as
+      # it is then. Every token issued after it is above every token issued before it, whatever Redis lost. Returns
+      # CONFLICT: the request is decided again.
+      def advance_epoch(resource, seen)
+        epoch = next_epoch_committed(seen && epoch_number(seen))
+        reply = fetch("EVAL", SET_EPOCH, 1, EPOCH, epoch.to_s)
+        raise StoreError, "#{@name}: INFO names no run_id or master_replid, which token epochs need" if Array === reply
+
         conflict(resource)
       end
 
       # The next epoch, committed in the fence's database: 0 for the first (none there, none in Redis), else one above
       # the higher of the database's and +seen+ (Redis's).
-      def next_epoch(seen)
+      def next_epoch_committed(seen)
         first = seen.nil? ? 0 : seen + 1
         if PostgreSQL === @fence
           sql = "INSERT INTO lease_machines_token_epochs (id, epoch) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET " \

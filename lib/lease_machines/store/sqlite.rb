@@ -255,8 +255,9 @@ module LeaseMachines
       end
 
       # Writes +row+ (the extension's columns; nil: nothing changed) and the request's +event+ (the extension's
-      # columns, see #log_event), and commits.
-      def close_request(resource, row, event)
+      # columns, see #log_event), and commits. +issued+ (the token the decision issued) is for an adapter with token
+      # epochs; SQLite keeps no epoch.
+      def close_request(resource, row, event, _issued = nil)
         write_row(resource, row) if row
         log_event(resource, 0, event)
         step(COMMIT)
@@ -274,7 +275,7 @@ module LeaseMachines
       end
 
       # Writes +row+ into +slot+ (nil: nothing changed) and the request's +event+ in that slot, and commits.
-      def close_slots(resource, slot, row, event)
+      def close_slots(resource, slot, row, event, _issued = nil)
         write_row(resource, row, slot: slot) if row
         log_event(resource, slot, event)
         step(COMMIT)

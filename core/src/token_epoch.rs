@@ -1,0 +1,113 @@
+//! Token epochs: the ranges of tokens a store issues in one history of its database, so that a history that lost
+//! rows (a failover to a replica that lagged, a restart without persistence) never issues a token again.
+
+use crate::{FencingToken, LeaseRow};
+
+/// How many bits of a token count within its epoch: epoch `E` issues the tokens above `E * 2^40` and below
+/// `(E + 1) * 2^40`, about 1.1 trillion per resource.
+pub const EPOCH_BITS: u32 = 40;
+
+/// One history of a store's database, and the tokens it issues: above [`floor`](Self::floor), at most
+/// [`last_token`](Self::last_token).
+///
+/// A store whose rows can be lost (Redis after a restart without persistence or a failover, a database promoted from
+/// a replica that lagged) counts its tokens again from what it kept, and would issue a token that a holder from before
+/// the loss still carries: two holders with one token, both admitted by the fence. So a store that notices its
+/// database's history changed moves to a new epoch, above every one used before, and from then on decides every
+/// request on its rows raised to that epoch's floor ([`LeaseRow::in_epoch`]). Every token it issues is then above
+/// every token issued before the loss, whatever was lost: a holder from before is refused as stale
+/// ([`Rejection::StaleToken`](crate::Rejection::StaleToken)), never admitted beside the new one.
+///
+/// Epoch `0` is the first, whose floor is no token: a store that never changed history issues `1, 2, 3, ...` as a
+/// store without epochs does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct TokenEpoch(u64);
+
+impl TokenEpoch {
+    /// The first epoch, `0`: its tokens are `1` to `2^40 - 1`.
+    pub const FIRST: Self = Self(0);
+
+    /// The last epoch, `2^24 - 1`: its tokens end at [`FencingToken::LAST`].
+    pub const LAST: Self = Self(u64::MAX >> EPOCH_BITS);
+
+    /// The epoch numbered `number`, or `None` above [`TokenEpoch::LAST`] (its tokens would not fit 64 bits).
+    #[must_use]
+    pub const fn new(number: u64) -> Option<Self> {
+        if number <= Self::LAST.0 {
+            Some(Self(number))
+        } else {
+            None
+        }
+    }
+
+    /// The epoch's number, from `0` to `2^24 - 1`.
+    #[must_use]
+    pub const fn number(self) -> u64 {
+        self.0
+    }
+
+    /// The epoch whose range holds `token`.
+    #[must_use]
+    pub const fn of(token: FencingToken) -> Self {
+        Self(token.value() >> EPOCH_BITS)
+    }
+
+    /// The epoch after this one, or `None` after [`TokenEpoch::LAST`]. Epochs never wrap.
+    #[must_use]
+    pub const fn next(self) -> Option<Self> {
+        Self::new(self.0.saturating_add(1))
+    }
+
+    /// The greatest token counted as issued before this epoch began, `E * 2^40`: every token of the epoch is above
+    /// it. `None` for the first epoch.
+    #[must_use]
+    pub const fn floor(self) -> Option<FencingToken> {
+        FencingToken::new(self.0 << EPOCH_BITS)
+    }
+
+    /// The last token of the epoch, `(E + 1) * 2^40 - 1`: a grant beyond it belongs to the next epoch, which the
+    /// store must move to before it issues one.
+    #[must_use]
+    pub const fn last_token(self) -> FencingToken {
+        match FencingToken::new((self.0 << EPOCH_BITS) | (u64::MAX >> (u64::BITS - EPOCH_BITS))) {
+            Some(token) => token,
+            None => FencingToken::LAST, // unreachable: the low bits are never all 0
+        }
+    }
+
+    /// Whether `token` is one of the epoch's: above its floor, at most its last token.
+    #[must_use]
+    pub const fn contains(self, token: FencingToken) -> bool {
+        Self::of(token).0 == self.0 && token.value() != self.0 << EPOCH_BITS
+    }
+
+    /// Whether a decision that issued `issued` (`None`: no token) may commit in this epoch: it issued none, or one of
+    /// the epoch's. When it may not, nothing is written: the store moves to the next epoch and decides again.
+    #[must_use]
+    pub const fn keeps(self, issued: Option<FencingToken>) -> bool {
+        match issued {
+            Some(token) => self.contains(token),
+            None => true,
+        }
+    }
+}
+
+impl LeaseRow {
+    /// This row as the epoch `epoch` decides on it: a high-water below the epoch's floor (or none, for a row that
+    /// never issued a token, or a row the database lost) raised to the floor, so that the next grant is above every
+    /// token of an earlier epoch, and the revision raised with it (a row has seen at least as many changes as it
+    /// issued tokens). The lease record and the clock watermark are kept: a holder whose row survived holds on. A
+    /// row already at or above the floor is returned unchanged, and so is every row in the first epoch.
+    #[must_use]
+    pub const fn in_epoch(self, epoch: TokenEpoch) -> Self {
+        let Some(floor) = epoch.floor() else { return self };
+        let checkpoint = self.checkpoint();
+        match checkpoint.last_issued() {
+            Some(issued) if issued.value() >= floor.value() => self,
+            _ => {
+                let revision = if self.revision() > floor.value() { self.revision() } else { floor.value() };
+                Self::raised(checkpoint.raised_to(floor), revision)
+            }
+        }
+    }
+}
