@@ -204,17 +204,22 @@ impl LeaseRow {
     }
 
     /// Decides `request` as [`decide`](Self::decide) does, on this row raised to `epoch`'s floor
-    /// ([`in_epoch`](Self::in_epoch)); `None` when the decision would issue a token past the epoch's last: then
-    /// nothing may be written, and the store moves to the next epoch and decides again.
+    /// ([`in_epoch`](Self::in_epoch)), so that a grant is above every token of an earlier epoch. A row already past
+    /// the floor goes on issuing its own tokens, within their epoch: a decision that would issue the token after an
+    /// epoch's last (an epoch's floor, [`TokenEpoch::is_floor`]) answers `Err` with the epoch that token opens, and
+    /// nothing may be written: the store moves to that epoch and decides again.
     pub fn decide_in(
         &self,
         epoch: TokenEpoch,
         request: Request,
         now: Duration,
         clock_policy: ClockPolicy,
-    ) -> Option<RowDecision> {
+    ) -> Result<RowDecision, TokenEpoch> {
         let answer = self.in_epoch(epoch).decide(request, now, clock_policy);
-        epoch.keeps(answer.issued()).then_some(answer)
+        match answer.issued() {
+            Some(token) if TokenEpoch::is_floor(token) => Err(TokenEpoch::of(token)),
+            _ => Ok(answer),
+        }
     }
 
     /// Checks a write carrying `token` at `now` against this row and `fence`, the mark earlier writes left:

@@ -81,14 +81,12 @@ impl TokenEpoch {
         Self::of(token).0 == self.0 && token.value() != self.0 << EPOCH_BITS
     }
 
-    /// Whether a decision that issued `issued` (`None`: no token) may commit in this epoch: it issued none, or one of
-    /// the epoch's. When it may not, nothing is written: the store moves to the next epoch and decides again.
+    /// Whether `token` is an epoch's floor, `E * 2^40` for `E` from 1: the token after an epoch's last, which no
+    /// epoch issues. A decision that would issue it must not commit: the store moves to the epoch it opens
+    /// ([`TokenEpoch::of`]) and decides again, above that epoch's floor.
     #[must_use]
-    pub const fn keeps(self, issued: Option<FencingToken>) -> bool {
-        match issued {
-            Some(token) => self.contains(token),
-            None => true,
-        }
+    pub const fn is_floor(token: FencingToken) -> bool {
+        token.value() & (u64::MAX >> (u64::BITS - EPOCH_BITS)) == 0
     }
 }
 

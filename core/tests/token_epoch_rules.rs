@@ -77,7 +77,7 @@ fn a_holder_whose_row_survived_the_move_to_a_new_epoch_holds_on() {
     assert_eq!(raised.checkpoint().observed(), row.checkpoint().observed());
     assert!(matches!(raised.check_write(Fence::new(Some(held)), held, s(1)), WriteCheck::Admitted(_)));
     let renewed = raised.decide_in(epoch(1), Request::Renew { owner: A, token: held, ttl: s(10) }, s(2), CLAMP);
-    assert!(matches!(renewed.map(|answer| answer.decision()), Some(Decision::Renewed(_))));
+    assert!(matches!(renewed.map(|answer| answer.decision()), Ok(Decision::Renewed(_))));
     // Its successor's token is the new epoch's.
     let (next, _) = granted(&raised, epoch(1), B, s(20));
     assert_eq!(next, token((1 << EPOCH_BITS) + 1));
@@ -97,12 +97,21 @@ fn a_grant_past_the_epochs_last_token_is_not_decided_in_it() {
     let full = Checkpoint::from_parts(Some(last), None, s(0)).expect("a checkpoint");
     let full = LeaseRow::from_parts(full, last.value()).expect("a row");
     let request = Request::Acquire { owner: B, ttl: s(10) };
-    assert!(full.decide_in(first, request, s(1), CLAMP).is_none());
+    assert_eq!(full.decide_in(first, request, s(1), CLAMP), Err(epoch(1)), "the token after it opens epoch 1");
+    assert!(TokenEpoch::is_floor(token(1 << EPOCH_BITS)));
+    assert!(!TokenEpoch::is_floor(token((1 << EPOCH_BITS) + 1)));
     let (next, _) = granted(&full, epoch(1), B, s(1));
     assert_eq!(next, token((1 << EPOCH_BITS) + 1));
     // A refusal issues nothing and is decided in any epoch.
     let (_, held) = granted(&LeaseRow::EMPTY, first, A, s(0));
-    assert!(held.decide_in(first, request, s(1), CLAMP).is_some());
+    assert!(held.decide_in(first, request, s(1), CLAMP).is_ok());
+}
+
+#[test]
+fn a_row_already_in_a_later_epoch_goes_on_issuing_its_own_tokens() {
+    let (_, ahead) = granted(&LeaseRow::EMPTY, epoch(3), A, s(0));
+    let (next, _) = granted(&ahead, epoch(1), B, s(20));
+    assert_eq!(next, token((3 << EPOCH_BITS) + 2));
 }
 
 #[test]
@@ -160,8 +169,8 @@ proptest! {
                     let request = Request::Acquire { owner: OwnerId::new(owner), ttl: s(10) };
                     let answer = loop {
                         match row.decide_in(epoch, request, now, CLAMP) {
-                            Some(answer) => break answer,
-                            None => epoch = epoch.next().expect("epochs left"),
+                            Ok(answer) => break answer,
+                            Err(opened) => epoch = opened,
                         }
                     };
                     if let Some(token) = answer.issued() {

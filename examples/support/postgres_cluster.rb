@@ -17,6 +17,8 @@ require "uri"
 #   PG.connect(cluster.url).exec("SELECT 1")
 #   cluster.restart   # `pg_ctl stop -m immediate` (a crash, for the server), then a start: same port, same data
 #   cluster.destroy   # stopped, its directory removed
+#   standby = PostgresCluster.new.start_standby(dir: "tmp/standby", primary: cluster)   # streaming, asynchronous
+#   standby.promote   # pg_ctl promote: a primary on a new timeline
 class PostgresCluster
   # The server's programs: Debian's and Ubuntu's layout, the newest major version installed (15 on Debian 12).
   BIN = Dir["/usr/lib/postgresql/*/bin"].max_by { File.basename(File.dirname(_1)).to_i } || "/usr/lib/postgresql/15/bin"
@@ -96,6 +98,30 @@ class PostgresCluster
     File.open(File.join(data, "pg_hba.conf"), "a") { |hba| trust.each { hba.puts("host all all #{_1} trust") } }
     stop_at_exit
     launch
+    self
+  end
+
+  # Makes a streaming standby of +primary+ in DIR and starts it: pg_basebackup of the primary's data with its
+  # recovery settings (standby.signal and primary_conninfo: asynchronous, PostgreSQL's default), then the settings of
+  # #start on a port of its own. Returns self, once it answers (a hot standby: read-only queries only).
+  def start_standby(dir:, primary:)
+    raise Error, "#{self}: started already, in #{@dir}" if @dir
+
+    @dir = File.expand_path(dir)
+    FileUtils.mkdir_p(@dir)
+    give_to_server_user(@dir)
+    @port = free_port
+    run!("pg_basebackup", "--pgdata", data, "--host", "127.0.0.1", "--port", primary.port.to_s, "--username", USER,
+         "--write-recovery-conf", "--checkpoint=fast", "--wal-method=stream", "--no-sync")
+    File.open(File.join(data, "postgresql.conf"), "a") { _1.puts(settings([])) }
+    stop_at_exit
+    launch
+    self
+  end
+
+  # Promotes a standby (pg_ctl promote, waiting until it takes writes): it leaves recovery on a new timeline.
+  def promote
+    run!("pg_ctl", "promote", "--pgdata", data, "--wait", "--timeout", TIMEOUT.to_s, "--silent")
     self
   end
 

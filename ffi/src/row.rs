@@ -89,22 +89,25 @@ fn row_arg(ruby: &Ruby, place: &Place, value: Value) -> Result<LeaseRow, Error> 
     })
 }
 
-/// The token epoch a store decides in: `nil` for the first (a store without epochs), else an Integer from 0 to
-/// 2**24-1; a stored value out of range is a corrupt epoch, `StoreError`.
-fn epoch_arg(ruby: &Ruby, place: &Place, value: Value) -> Result<TokenEpoch, Error> {
+/// The token epoch a store decides in: `nil` for a store without epochs (SQLite; Redis before its first), else an
+/// Integer from 0 to 2**24-1; a stored value out of range is a corrupt epoch, `StoreError`.
+fn epoch_arg(ruby: &Ruby, place: &Place, value: Value) -> Result<Option<TokenEpoch>, Error> {
     if value.is_nil() {
-        return Ok(TokenEpoch::FIRST);
+        return Ok(None);
     }
-    u64_arg(ruby, "epoch", value)
-        .ok()
-        .and_then(TokenEpoch::new)
-        .ok_or_else(|| place.corrupt(ruby, "token epoch", &format!("epoch {} is not one", shown(value))))
+    let epoch = u64_arg(ruby, "epoch", value).ok().and_then(TokenEpoch::new);
+    epoch.map(Some).ok_or_else(|| place.corrupt(ruby, "token epoch", &format!("epoch {} is not one", shown(value))))
 }
 
-/// What a decision answers when its epoch has no room for the token it would issue: nothing may be written, the
-/// store moves to the next epoch and decides again.
-fn next_epoch(ruby: &Ruby) -> RArray {
-    ruby.ary_new_from_values(&[ruby.to_symbol("next_epoch").as_value()])
+/// What a decision answers when the token it would issue opens `opened` (an epoch's floor): nothing may be written,
+/// the store moves to that epoch and decides again: `[:next_epoch, epoch, token]`.
+fn next_epoch(ruby: &Ruby, opened: TokenEpoch) -> RArray {
+    let floor = opened.floor().map_or(0, FencingToken::value);
+    ruby.ary_new_from_values(&[
+        ruby.to_symbol("next_epoch").as_value(),
+        opened.number().into_value_with(ruby),
+        floor.into_value_with(ruby),
+    ])
 }
 
 /// The token a decision issued, as an Integer, or `nil`.
@@ -300,8 +303,8 @@ fn on_grid_lease(lease: Lease, write: Option<LeaseRow>) -> (Lease, Option<LeaseR
 /// `LeaseMachines._store_decide(path, name, row, kind, args, now, clock_policy, epoch)`: the request decided on the
 /// row raised into the token epoch `epoch` (nil: the first; [`LeaseRow::decide_in`]), as `[decision, row_to_write,
 /// event, issued]` (a frozen `LeaseMachines::Decision`; the columns to write back, or `nil` when nothing changed; the
-/// event's columns, see [`event_columns`]; the token the decision issued, or `nil`), or `[:next_epoch]` when the
-/// epoch has no room for the token it would issue. An accepted transfer answers `:transferred` with the new owner's
+/// event's columns, see [`event_columns`]; the token the decision issued, or `nil`), or `[:next_epoch, epoch,
+/// token]` when the token it would issue is the floor of `epoch` (see [`next_epoch`]). An accepted transfer answers `:transferred` with the new owner's
 /// lease.
 #[allow(clippy::too_many_arguments)]
 fn store_decide(
@@ -319,9 +322,16 @@ fn store_decide(
     // The request's arguments are checked before the row: an input fault is the caller's, whatever is stored.
     let asked = Asked::arg(ruby, kind, args)?;
     let epoch = epoch_arg(ruby, &place, epoch)?;
-    let row = row_arg(ruby, &place, row)?.in_epoch(epoch);
+    let row = row_arg(ruby, &place, row)?;
+    let row = epoch.map_or(row, |epoch| row.in_epoch(epoch));
     let request = asked.on(&row);
-    let Some(answer) = row.decide_in(epoch, request, now, policy) else { return Ok(next_epoch(ruby)) };
+    let answer = match epoch {
+        None => row.decide(request, now, policy),
+        Some(epoch) => match row.decide_in(epoch, request, now, policy) {
+            Ok(answer) => answer,
+            Err(opened) => return Ok(next_epoch(ruby, opened)),
+        },
+    };
     let (decision, write) = shown_answer(ruby, answer.decision(), answer.write(), asked.kind == Kind::Transfer)?;
     let refused = refusal(answer.decision()).map(|reason| (reason, asked.asker(ruby)));
     let event = event_columns(ruby, answer.event(()), answer.at(), refused, asked.kind == Kind::Revoke);
@@ -389,8 +399,8 @@ fn slot_arg(ruby: &Ruby, value: Value) -> Result<u32, Error> {
 
 /// `LeaseMachines._store_decide_slots(path, name, kind, args, now, clock_policy, rows, epoch)`: a semaphore's
 /// request decided on its slot rows (`rows[i]` slot `i`'s columns, or `nil`), each raised into the token epoch
-/// `epoch` (nil: the first), as `[decision, slot, row_to_write, event, issued]` (the event's columns, see
-/// [`event_columns`]; the token issued, or `nil`), or `[:next_epoch]` as [`store_decide`] answers it. `kind` and `args`: `:acquire` `[owner, ttl, limit]`, `:renew`
+/// `epoch` (nil: none), as `[decision, slot, row_to_write, event, issued]` (the event's columns, see
+/// [`event_columns`]; the token issued, or `nil`), or `[:next_epoch, epoch, token]` as [`store_decide`] answers it. `kind` and `args`: `:acquire` `[owner, ttl, limit]`, `:renew`
 /// `[slot, owner, token, ttl]`, `:release` `[slot, owner, token]`, `:revoke` `[slot, token]`. A limit outside 1 to
 /// 1024 or a slot outside 0 to 1023 raises `ArgumentError`.
 #[allow(clippy::too_many_arguments)]
@@ -440,7 +450,7 @@ fn store_decide_slots(
     let epoch = epoch_arg(ruby, &place, epoch)?;
     let rows = rows
         .into_iter()
-        .map(|row| row_arg(ruby, &place, row).map(|row| row.in_epoch(epoch)))
+        .map(|row| row_arg(ruby, &place, row).map(|row| epoch.map_or(row, |epoch| row.in_epoch(epoch))))
         .collect::<Result<Vec<_>, _>>()?;
     let Some(semaphore) = Semaphore::new(&rows) else {
         return Err(place.corrupt(ruby, "lease", "more slot rows than any limit makes"));
@@ -458,8 +468,8 @@ fn store_decide_slots(
         _ => SlotRequest::Acquire { owner, ttl, limit },
     };
     let answer = semaphore.decide(request, now, policy);
-    if !epoch.keeps(answer.issued()) {
-        return Ok(next_epoch(ruby));
+    if let Some(token) = answer.issued().filter(|token| epoch.is_some() && TokenEpoch::is_floor(*token)) {
+        return Ok(next_epoch(ruby, TokenEpoch::of(token)));
     }
     let (decision, write) = shown_answer(ruby, answer.decision(), answer.write(), false)?;
     let asked = Asked { kind, owner, token, new_owner: owner, ttl, current };
@@ -486,7 +496,7 @@ fn granted(ruby: &Ruby, status: Status, lease: Lease) -> Result<Value, Error> {
 }
 
 /// `LeaseMachines._store_check_write(path, name, row, highest, token, now, epoch)`: the core's check of a write
-/// carrying `token` at `now` against the resource's row, raised into the token epoch `epoch` (nil: the first), and
+/// carrying `token` at `now` against the resource's row, raised into the token epoch `epoch` (nil: none), and
 /// its fence's stored mark `highest` (nil without one), as a Symbol:
 /// `:admitted`, or a refusal's reason (`:stale_token`, `:not_held`, `:expired`). Raises `ArgumentError` for a token
 /// the row never issued, `StoreError` for a row or mark no history can produce. Token 0, never issued, is older
@@ -505,7 +515,8 @@ fn store_check_write(
     let place = Place { path, name };
     let presented = token_arg(ruby, "token", token)?;
     let now = seconds_arg(ruby, "now", now)?;
-    let row = row_arg(ruby, &place, row)?.in_epoch(epoch_arg(ruby, &place, epoch)?);
+    let row = row_arg(ruby, &place, row)?;
+    let row = epoch_arg(ruby, &place, epoch)?.map_or(row, |epoch| row.in_epoch(epoch));
     let mark = optional_token_arg(ruby, "highest", highest)
         .map_err(|_| place.corrupt(ruby, "fence", &format!("highest {} is not a token", shown(highest))))?;
     let fence = Fence::new(mark);

@@ -158,10 +158,12 @@ module LeaseMachines
     # each in a slot of its own, and a grant's lease is a SlotLease: the slot, and the slot's own token. The core's
     # rules (Semaphore in the lease-machines crate): the lowest free slot below the limit is granted while fewer
     # than +limit+ slots are live; a lowered limit revokes no live slot; an owner holds one slot at most. Slot 0 is
-    # the resource's plain lease, so +limit: 1+ decides as a plain acquire does. Renew, release and fence a slot's
-    # lease with its +slot:+. Raises ArgumentError for a limit out of range.
+    # the resource's plain lease, and a plain acquire (no +limit:+) is decided as +limit: 1+ is: refused (+:occupied+)
+    # while any slot of the resource is live, so that a key taken with +limit: N+ by some and without a limit by
+    # others never has more holders than either declared; its lease is a plain Lease, in slot 0. Renew, release and
+    # fence a slot's lease with its +slot:+. Raises ArgumentError for a limit out of range.
     def acquire(resource:, owner:, ttl:, now: nil, limit: nil)
-      return decide(resource, now, :acquire, [owner, ttl]) if limit.nil?
+      return decide(resource, now, :acquire, [owner, ttl, 1], slots: true, plain: true) if limit.nil?
 
       decide(resource, now, :acquire, [owner, ttl, limit], slots: true)
     end
@@ -396,8 +398,9 @@ module LeaseMachines
     # The one shape of every decision: claim, open the store's transaction with the row locked and read (and the
     # database's clock, where it is the store's), decide in one native call, write back what it says and commit.
     # With +slots+, the request is a semaphore's: every slot row of the resource is locked and read, the decision
-    # names the slot it was made in, and a lease it carries is answered as a SlotLease.
-    def decide(resource, now, kind, args, slots: false)
+    # names the slot it was made in, and a lease it carries is answered as a SlotLease (unless +plain+: a plain
+    # acquire's, always slot 0's).
+    def decide(resource, now, kind, args, slots: false, plain: false)
       name = resource_name(resource)
       clock = now.nil? && @clock.nil?
       critical do
@@ -416,27 +419,27 @@ module LeaseMachines
             storage { open_rows(name, slots, clock) }
           end
           loop do
-            if slots
-              decision, slot, write, event, issued = LeaseMachines.__send__(:_store_decide_slots, path, name, kind,
-                                                                            args, instant(now, at), @clock_policy,
-                                                                            row, epoch)
-            else
-              decision, write, event, issued = LeaseMachines.__send__(:_store_decide, path, name, row, kind, args,
-                                                                      instant(now, at), @clock_policy, epoch)
-            end
-            closed = if decision == :next_epoch # the epoch has no room for the token: nothing is written
-                       storage { @adapter.next_epoch(name) }
+            answer = if slots
+                       LeaseMachines.__send__(:_store_decide_slots, path, name, kind, args, instant(now, at),
+                                              @clock_policy, row, epoch)
                      else
-                       fits!(write) if write
-                       logged!(event)
-                       storage { close_rows(name, slots, slot, write, event, issued) }
+                       LeaseMachines.__send__(:_store_decide, path, name, row, kind, args, instant(now, at),
+                                              @clock_policy, epoch)
                      end
+            if answer.first == :next_epoch # the token would open the next epoch: nothing is written
+              closed = storage { next_epoch(name, *answer.drop(1)) }
+            else
+              decision, slot, write, event, issued = slots ? answer : answer.dup.insert(1, nil)
+              fits!(write) if write
+              logged!(event)
+              closed = storage { close_rows(name, slots, slot, write, event, issued) }
+            end
             break unless closed.equal?(CONFLICT)
 
             row, at, epoch = storage { open_rows(name, slots, clock) } # decided again on the row as it is now
           end
           committed = true
-          slots ? in_slot(decision, slot) : decision
+          slots && !plain ? in_slot(decision, slot) : decision
         ensure
           end_claim(committed: committed) if held
         end
@@ -447,6 +450,13 @@ module LeaseMachines
     # the token epoch the store decides in (nil: a store without epochs)].
     def open_rows(name, slots, clock)
       slots ? @adapter.open_slots(name, clock: clock) : @adapter.open_request(name, clock: clock)
+    end
+
+    # A decision whose token would be the floor of token epoch +opened+ (the token after an epoch's last): the adapter
+    # moves to that epoch (CONFLICT: decided again in it), or StoreError when its floor does not fit the database.
+    def next_epoch(name, opened, floor)
+      fits!([nil, nil, nil, floor, nil, nil])
+      @adapter.next_epoch(name, opened)
     end
 
     # A decision's close: +write+ (nil: nothing changed) and +event+ committed, with the token the decision +issued+

@@ -91,8 +91,8 @@ class RailtieTest < Minitest::Test
                  migration, "the event log's function is one statement, its body whole")
 
     rails("db:migrate", env: env)
-    assert_equal %w[lease_machines_events lease_machines_fences lease_machines_leases lease_machines_schema
-                    lease_machines_slot_fences lease_machines_slots], postgres_tables
+    assert_equal %w[lease_machines_events lease_machines_fences lease_machines_history lease_machines_leases
+                    lease_machines_schema lease_machines_slot_fences lease_machines_slots], postgres_tables
     assert_equal [["2"]], postgres("SELECT format FROM lease_machines_schema").values
 
     facts = JSON.parse(rails("runner", "script/nightly_report.rb", env: env).lines.last)
@@ -117,8 +117,8 @@ class RailtieTest < Minitest::Test
     assert_equal [[1, "totals for Acme"]], facts["report"]
     assert_equal [["NightlyReportJob:Account/1", 1]], facts["fences"]
     assert_equal "postgresql://postgres@/#{@database}", facts["store"][2], "the host is in the URL's query"
-    assert_equal [%w[app lease_machines_events], %w[app lease_machines_fences], %w[app lease_machines_leases],
-                  %w[app lease_machines_schema],
+    assert_equal [%w[app lease_machines_events], %w[app lease_machines_fences], %w[app lease_machines_history],
+                  %w[app lease_machines_leases], %w[app lease_machines_schema],
                   %w[app lease_machines_slot_fences], %w[app lease_machines_slots]],
                  postgres("SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE " \
                           "'lease_machines_%' ORDER BY table_name").values

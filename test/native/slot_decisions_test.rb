@@ -7,7 +7,7 @@ require "lease_machines/store/errors"
 # out), on rows kept in memory: what the store tests exercise through a database, here under GC.stress too.
 class SlotDecisionsTest < Minitest::Test
   def decide(rows, kind, args, now)
-    LeaseMachines.__send__(:_store_decide_slots, "memory", "r", kind, args, now, :clamp, rows)
+    LeaseMachines.__send__(:_store_decide_slots, "memory", "r", kind, args, now, :clamp, rows, nil)
   end
 
   def test_a_sequence_of_requests_on_rows_in_memory

@@ -51,6 +51,20 @@ module StoreSemaphoreRules
     assert_equal [0, 2], acquire(9, 1, 13.0).lease.then { [_1.slot, _1.token] }
   end
 
+  def test_a_plain_acquire_is_refused_while_any_slot_is_live_as_a_limit_of_one_is
+    acquire(7, 2, 0.0)
+    second = acquire(12, 2, 0.0, ttl: 20.0).lease
+    store.release(resource: R, owner: 7, token: 1, slot: 0, now: 1.0) # slot 0 free, slot 1 live
+    plain = store.acquire(resource: R, owner: 19, ttl: 10.0, now: 2.0)
+    assert_equal [:rejected, :occupied], [plain.status, plain.reason], "more holders than either declared"
+    assert_equal :occupied, acquire(19, 1, 2.0).reason
+    assert_equal :occupied, store.acquire(resource: R, owner: 12, ttl: 10.0, now: 3.0).reason, "its own slot 1 too"
+    granted = store.acquire(resource: R, owner: 19, ttl: 10.0, now: second.expires_at).lease
+    assert_instance_of LeaseMachines::Lease, granted, "a plain acquire answers a plain lease, in slot 0"
+    assert_equal [19, 2], [granted.owner, granted.token]
+    assert_equal granted, store.checkpoint(resource: R).lease
+  end
+
   def test_a_limit_of_one_is_the_plain_lease_in_the_same_row
     plain = store.acquire(resource: R, owner: 7, ttl: 10.0, now: 0.0).lease
     assert_equal :occupied, acquire(12, 1, 1.0).reason

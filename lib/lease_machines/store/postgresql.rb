@@ -32,6 +32,7 @@ module LeaseMachines
                                     ["expires_at", "double precision"], %w[last_issued bigint],
                                     ["observed", "double precision"], %w[revision bigint]],
         "lease_machines_fences" => [%w[resource text], %w[highest bigint]],
+        "lease_machines_history" => [%w[id integer], %w[epoch bigint], %w[history text]],
         "lease_machines_slots" => [%w[resource text], %w[slot integer], %w[owner bigint], %w[token bigint],
                                    ["expires_at", "double precision"], %w[last_issued bigint],
                                    ["observed", "double precision"], %w[revision bigint]],
@@ -147,6 +148,22 @@ module LeaseMachines
       OLD_LOCK_TIMEOUT = "SELECT current_setting('lock_timeout')"
       RESTORE_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', $1, true)"
       OWN_MARK = "SELECT current_setting('lease_machines.own', true)"
+      # The token epoch in force and the history it was taken in (nil, nil without a row), and the timeline of the WAL
+      # the server writes now (the first 8 hex digits of its file's name: the timeline a promotion moved to). Read in
+      # every decision's first round trip and with every fenced write's check; the system identifier, which costs a
+      # read of pg_control, is read once per connection (SYSTEM).
+      EPOCH_READ = "SELECT h.epoch, h.history, ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)" \
+                   "::bigint FROM (SELECT 1) one LEFT JOIN lease_machines_history h ON h.id = 1"
+      SYSTEM = "SELECT system_identifier::text FROM pg_control_system()"
+      # The epoch taken in a new history, in the decision's own transaction, with its first grant: never lower than
+      # one a concurrent first grant of the same history took.
+      WRITE_HISTORY_LITERAL = "INSERT INTO lease_machines_history (id, epoch, history) VALUES (1, %s, %s) " \
+                              "ON CONFLICT (id) DO UPDATE SET epoch = GREATEST(lease_machines_history.epoch, " \
+                              "excluded.epoch), history = excluded.history"
+      # Each timeline's first epoch is at least (timeline - 1) * 2**TIMELINE_SHIFT: PostgreSQL gives a promoted standby
+      # a timeline above the one it followed (above every one in a shared WAL archive), so an epoch taken after a
+      # promotion is above one its old primary took (after its own promotion) but never replicated.
+      TIMELINE_SHIFT = 10
       # Serializes two processes creating the schema at once (a transaction-scoped lock: no session state).
       CREATE_LOCK = "SELECT pg_advisory_xact_lock(7311201726481923)"
       private_constant :URL, :COLUMNS, :READ_COLUMNS, :LEASE_COLUMNS, :BEGIN_OWN, :OWN, :MARK_OWN, :SET_TIMEOUT,
@@ -158,7 +175,7 @@ module LeaseMachines
                        :WRITE_SLOT_FENCE, :EVENT_COLUMNS, :LOG_EVENT_LITERAL, :READ_EVENTS, :READ_RESOURCE_EVENTS,
                        :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES, :READ_LATEST_EVENTS,
                        :READ_LATEST_RESOURCE_EVENTS,
-                       :COUNT_LEASES
+                       :COUNT_LEASES, :EPOCH_READ, :SYSTEM, :WRITE_HISTORY_LITERAL, :TIMELINE_SHIFT
       # How long the server lets a decision's transaction sit idle between its two round trips before it ends the
       # session: a process frozen there (SIGSTOP, a VM paused, a GC pause of seconds) would otherwise hold the
       # resource's row lock, and every other process's request on it would wait for it to wake. The decision then
@@ -245,6 +262,7 @@ module LeaseMachines
         @opening = decision_opening
         begin
           prepare_schema(migrate)
+          system_identifier # read now, not in the first request's round trips
         rescue ::PG::Error, StoreError
           close if @owned
           raise
@@ -291,13 +309,14 @@ module LeaseMachines
 
       # One round trip (a simple query): BEGIN, the transaction's settings, the resource's row made to exist
       # (unless a committed request of this store has seen it) and locked FOR UPDATE, read, with the server's clock
-      # when +clock+. Returns [row, now or nil].
+      # when +clock+, and the token epoch (#epoch_of). Returns [row, now or nil, epoch].
       def open_request(resource, clock: false)
         name, statements = opening_request(resource)
-        statements << format(LOCK_ROW_BYTES, name, clock ? CLOCK_BYTES : "")
+        statements << format(LOCK_ROW_BYTES, name, clock ? CLOCK_BYTES : "") << EPOCH_READ
+        system = system_identifier
         results = simple(statements)
-        row = locked_row(resource, results.last)
-        [row, clock ? bytes_float(raw(results.last).getvalue(0, 6)) : nil]
+        row = locked_row(resource, results[-2])
+        [row, clock ? bytes_float(raw(results[-2]).getvalue(0, 6)) : nil, epoch_of(results.last, system)]
       end
 
       # One round trip (a simple query), as #open_request's, for a semaphore: slot 0's row made to exist and locked,
@@ -307,23 +326,29 @@ module LeaseMachines
         name, statements = opening_request(resource)
         statements << format(LOCK_ROW_BYTES, name, "") << format(LOCK_SLOTS_BYTES, name)
         statements << CLOCK_AFTER if clock
+        statements << EPOCH_READ
+        system = system_identifier
         results = simple(statements)
-        slots_at = clock ? -2 : -1
+        slots_at = clock ? -3 : -2
         rows = [locked_row(resource, results[slots_at - 1])]
         raw(results[slots_at]).values.each { |slot, *columns| rows[Integer(slot, 10)] = text_columns(columns) }
-        [rows, clock ? bytes_float(raw(results.last).getvalue(0, 0)) : nil]
+        [rows, clock ? bytes_float(raw(results[-2]).getvalue(0, 0)) : nil, epoch_of(results.last, system)]
       end
 
       # One round trip (a simple query): +row+ written into +slot+ (nil: nothing changed; slot 0 is the resource's
       # own row) and COMMIT. The row is known to exist from then on, and only then (a request that rolled back may
       # have made it exist in its own transaction only). A connection lost on the way raises StoreError saying that
       # whether the transaction committed is unknown.
-      def close_slots(resource, slot, row, event, _issued = nil)
+      #
+      # A decision that +issued+ a token in a history of the server other than the token epoch's records the epoch it
+      # was decided in (#epoch_of) with the history, in the same transaction.
+      def close_slots(resource, slot, row, event, issued = nil)
         opened, name, known = @request
         @request = nil
         raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
 
         statements = []
+        statements << format(WRITE_HISTORY_LITERAL, *@new_history) if issued && @new_history
         statements << (slot.zero? ? write_literal(name, row) : write_slot_literal(name, slot, row)) if row
         statements << event_literal(name, slot, event)
         finish { simple(statements << "COMMIT") }
@@ -332,10 +357,25 @@ module LeaseMachines
 
       def close_request(resource, row, event, issued = nil) = close_slots(resource, 0, row, event, issued)
 
+      # One round trip: a decision whose token would open token epoch +opened+ (the token after its epoch's last, the
+      # core's answer) writes nothing but that epoch, recorded in the server's history as it is now (no lower than
+      # the one a first grant in a new history takes), and commits. Returns CONFLICT: the request is decided again,
+      # in that epoch.
+      def next_epoch(resource, opened)
+        request, = @request
+        @request = nil
+        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless request == resource
+
+        epoch = [opened, @new_history ? Integer(@new_history.first) : 0].max
+        finish { simple([format(WRITE_HISTORY_LITERAL, epoch.to_s, @history.last), "COMMIT"]) }
+        CONFLICT
+      end
+
       # One round trip: the fenced write's transaction opened (BEGIN, or the savepoint +savepoint+ inside the open
       # transaction, keeping the lock timeout it replaces), the resource's row locked FOR SHARE (no grant can commit
       # until the write has) and read, its fence mark read, and the server's clock when +clock+.
-      # Returns [row, mark, now or nil].
+      # Returns [row, mark, now or nil, the token epoch (#epoch_of)]: the core checks the token on the row raised into
+      # it, so that a holder from before a failover is refused as stale.
       def open_fence(resource, savepoint:, clock: false, slot: 0)
         opening = if savepoint
                     [["SAVEPOINT #{savepoint}"], [OLD_LOCK_TIMEOUT], [SET_TIMEOUT, [@lock_timeout]]]
@@ -347,13 +387,15 @@ module LeaseMachines
                 else
                   [[SHARE_SLOT, [resource, slot], BINARY], [READ_SLOT_FENCE, [resource, slot], BINARY]]
                 end
-        statements = opening + reads + [[TRANSACTION, [], BINARY]]
+        statements = opening + reads + [[TRANSACTION, [], BINARY], [EPOCH_READ]]
         statements << [CLOCK, [], BINARY] if clock
+        system = system_identifier
         results = pipeline(statements)
         @kept_timeouts[savepoint] = results[1].getvalue(0, 0) if savepoint
         at = opening.size
         @fence_transactions[savepoint || :own] = integer(raw(results[at + 2]).getvalue(0, 0))
-        [row_of(results[at]), mark_of(results[at + 1]), clock ? float(raw(results[at + 3]).getvalue(0, 0)) : nil]
+        [row_of(results[at]), mark_of(results[at + 1]), clock ? float(raw(results[at + 4]).getvalue(0, 0)) : nil,
+         epoch_of(results[at + 3], system)]
       end
 
       # One round trip: the fence mark of +resource+ raised to +token+, and the fenced write's transaction ended:
@@ -585,6 +627,33 @@ module LeaseMachines
         statements << "SET LOCAL idle_in_transaction_session_timeout = '#{IDLE_IN_DECISION}'" if @owned
         statements << "SET LOCAL lease_machines.own = 'own'" unless @owned
         statements.freeze
+      end
+
+      # The server's system identifier (pg_control_system()), read once per backend: a connection reset, or a new one,
+      # may reach another server.
+      def system_identifier
+        pid = @connection.backend_pid
+        return @system.last if @system&.first == pid
+
+        @system = [pid, @connection.exec(SYSTEM).getvalue(0, 0)]
+        @system.last
+      end
+
+      # The token epoch a request decides (or a fenced write is checked) in, from EPOCH_READ's +result+ and the
+      # server's +system+ identifier: the recorded epoch when it was taken in the server's history as it is now
+      # ("SYSTEM/TIMELINE"); else the epoch a first grant in this history takes, one above the recorded one and at
+      # least its timeline's first (TIMELINE_SHIFT), kept in @new_history for that grant's commit. No row and timeline
+      # 1: epoch 0, as a database that never failed over issues 1, 2, 3, ...
+      def epoch_of(result, system)
+        epoch, history, timeline = result.values.first
+        now = "#{system}/#{format("%08X", Integer(timeline))}"
+        @history = [epoch && history == now ? Integer(epoch) : nil, @connection.escape_literal(now)]
+        @new_history = nil
+        return @history.first if @history.first
+
+        taken = [epoch ? Integer(epoch) + 1 : 0, (Integer(timeline) - 1) << TIMELINE_SHIFT].max
+        @new_history = [taken.to_s, @history.last]
+        taken
       end
 
       def learn(resource)

@@ -25,6 +25,17 @@ CREATE TABLE IF NOT EXISTS lease_machines_leases (
   CHECK (token IS NULL OR (last_issued IS NOT NULL AND token BETWEEN 1 AND last_issued))
 );
 
+-- The token epoch the store issues in, and the server's history it was taken in: one row. Tokens of epoch E are above
+-- E * 2**40 (the core's TokenEpoch). history is "SYSTEM_IDENTIFIER/TIMELINE" (pg_control_system(), and the timeline of
+-- the WAL written now): a promoted standby writes a new timeline, a restored backup or a new cluster another system,
+-- and the first grant in a new history moves the epoch above every one the database ever used, so that a token a
+-- failover lost is never issued again. NULL history: a row written before any history was read.
+CREATE TABLE IF NOT EXISTS lease_machines_history (
+  id      integer PRIMARY KEY CHECK (id = 1),
+  epoch   bigint  NOT NULL CHECK (epoch >= 0),
+  history text    NOT NULL
+);
+
 -- One row per protected resource: the highest token its writes have carried.
 CREATE TABLE IF NOT EXISTS lease_machines_fences (
   resource text   PRIMARY KEY,

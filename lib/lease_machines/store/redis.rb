@@ -391,12 +391,7 @@ module LeaseMachines
       # TIME (no later, at most CARRIED_CLOCK_US before). One round trip (#read) otherwise.
       def open_request(resource, clock: false)
         known = remembered(resource)
-        if known && (!clock || @clock)
-          row, stamp, epoch, time = known
-          carried = carried_clock if clock && time.nil?
-          number = request(resource, stamp, epoch, row, carried, fresh: !time.nil?)
-          return [row, clock ? (time || carried) / 1_000_000.0 : nil, number]
-        end
+        return opened_known(resource, known, clock) { _1 } if known && (!clock || @clock)
 
         epoch, values = read([self.class.key(resource, "lease")], [*COLUMNS, "stamp"])
         row = row_of(values.first(COLUMNS.size))
@@ -404,13 +399,17 @@ module LeaseMachines
         [row, clock ? clock_seconds : nil, number]
       end
 
-      # One round trip, as #open_request's, for a semaphore: rows[i] is slot i's columns (nil: no row).
+      # As #open_request, for a semaphore (and a plain acquire, which is decided as one with limit 1): rows[i] is slot
+      # i's columns (nil: no row). No round trip where this store knows the resource has no slot rows (a read of its
+      # slots found none, and the stamp, which moves with any slot's write, checks that at the commit); one otherwise.
       def open_slots(resource, clock: false)
-        @known.delete(resource) # its stamp moves with any slot's write
+        known = remembered(resource)
+        return opened_known(resource, known, clock) { [_1] } if known&.last && (!clock || @clock)
+
         keys = [self.class.key(resource, "lease"), self.class.key(resource, "slots")]
         epoch, values, slots = read(keys, [*COLUMNS, "stamp"])
         rows = [row_of(values.first(COLUMNS.size)), *slot_rows(slots)]
-        [rows, clock ? clock_seconds : nil, request(resource, values.last, epoch, rows.first)]
+        [rows, clock ? clock_seconds : nil, request(resource, values.last, epoch, rows.first, no_slots: rows.size == 1)]
       end
 
       def close_request(resource, row, event, issued = nil) = close_slots(resource, 0, row, event, issued)
@@ -429,7 +428,7 @@ module LeaseMachines
       # epoch this store remembered from its own commit is read first: the request answers CONFLICT, and the next
       # open reads.
       def close_slots(resource, slot, row, event, issued = nil)
-        opened, stamp, epoch, at, read, fresh = @request
+        opened, stamp, epoch, at, read, fresh, no_slots = @request
         @request = nil
         raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
 
@@ -454,7 +453,7 @@ module LeaseMachines
           return conflict(resource)
         end
 
-        remember(resource, row || read, next_stamp, epoch) if slot.zero?
+        remember(resource, row || read, next_stamp, epoch, no_slots: no_slots) if slot.zero?
         @deadline = nil
         return if acknowledged.nil? || acknowledged >= @wait
 
@@ -468,19 +467,19 @@ module LeaseMachines
                           "what the primary kept"
       end
 
-      # A decision whose token the epoch in force has no room for (the core's answer): with a fence, the next epoch
-      # (#advance_epoch), and CONFLICT to decide again in it; StoreError without one (only a store with the fence moves
-      # the epoch).
-      def next_epoch(resource)
-        opened, _stamp, epoch, _at, _read, fresh = @request
+      # A decision whose token would open token epoch +opened+ (the core's answer: the token after an epoch's last):
+      # with a fence, that epoch or a later one (#advance_epoch), and CONFLICT to decide again in it; StoreError without
+      # one (only a store with the fence moves the epoch).
+      def next_epoch(resource, opened)
+        request, _stamp, epoch, _at, _read, fresh = @request
         @request = nil
-        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
+        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless request == resource
         unless @fence
-          raise StoreError, "#{@name}: the token epoch #{epoch} has no room for #{resource.inspect}'s next token; " \
-                            "a store opened with its fence moves to the next"
+          raise StoreError, "#{@name}: #{resource.inspect}'s next token opens token epoch #{opened}; a store opened " \
+                            "with its fence moves to it"
         end
 
-        fresh ? advance_epoch(resource, epoch) : conflict(resource)
+        fresh ? advance_epoch(resource, epoch, at_least: opened) : conflict(resource)
       end
 
       # The fenced write's transaction opened in the fence's database (its mark read, under the resource's lock on
@@ -721,14 +720,15 @@ module LeaseMachines
 
       # The resource as this store's last commit of it left it, or as its last refused commit found it: [row (nil:
       # none), stamp, epoch, the server's TIME they were read at (Integer microseconds; nil: written by this store,
-      # not read)], taken (the request's commit leaves the next). Nil when this store does not know it.
+      # not read), true when it is known to have no slot rows], taken (the request's commit leaves the next). Nil when
+      # this store does not know it.
       def remembered(resource) = @known.delete(resource)
 
       # Keeps +row+, +stamp+ and +epoch+ as the resource's state, for the next request's open, with the +time+ they
       # were read at (a refused commit's answer; nil: this store's own commit). The oldest known resource is forgotten
       # beyond KNOWN.
-      def remember(resource, row, stamp, epoch, time = nil)
-        @known[resource] = [row, stamp.nil? || stamp.empty? ? nil : stamp, epoch, time].freeze
+      def remember(resource, row, stamp, epoch, time = nil, no_slots: nil)
+        @known[resource] = [row, stamp.nil? || stamp.empty? ? nil : stamp, epoch, time, no_slots].freeze
         @known.shift if @known.size > KNOWN
       end
 
@@ -749,16 +749,26 @@ module LeaseMachines
         server + (Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond) - local)
       end
 
+      # The resource as this store remembers it (#remembered's +known+), opened without a round trip: the block makes
+      # the rows of slot 0's +row+. Its clock is a refused commit's TIME, else the carried one (#carried_clock).
+      def opened_known(resource, known, clock)
+        row, stamp, epoch, time, no_slots = known
+        carried = carried_clock if clock && time.nil?
+        number = request(resource, stamp, epoch, row, carried, fresh: !time.nil?, no_slots: no_slots)
+        [yield(row), clock ? (time || carried) / 1_000_000.0 : nil, number]
+      end
+
       # The request's read kept for its close (the resource, its stamp, the epoch, the instant +at+ carried from the
       # last clock reading (Integer microseconds; nil: read, or not the server's), slot 0's +row+, whether +epoch+ was
-      # read by this request). Returns the epoch as an Integer (nil: none).
-      def request(resource, stamp, epoch, row, at = nil, fresh: true)
+      # read by this request, whether the resource is known to have no slot rows). Returns the epoch as an Integer
+      # (nil: none).
+      def request(resource, stamp, epoch, row, at = nil, fresh: true, no_slots: nil)
         unless stamp.nil? || STAMP.match?(stamp)
           raise StoreError, "corrupt lease row for #{resource.inspect} in #{@name}: stamp #{stamp.inspect}"
         end
 
         number = epoch_number(epoch)
-        @request = [resource, stamp, epoch, at, row, fresh]
+        @request = [resource, stamp, epoch, at, row, fresh, no_slots]
         number
       end
 
@@ -809,18 +819,18 @@ module LeaseMachines
       # inside a transaction there: Store decides nothing inside one), then set in Redis in the server's history as
       # it is then. Every token issued after it is above every token issued before it, whatever Redis lost. Returns
       # CONFLICT: the request is decided again.
-      def advance_epoch(resource, seen)
-        epoch = next_epoch_committed(seen && epoch_number(seen))
+      def advance_epoch(resource, seen, at_least: 0)
+        epoch = next_epoch_committed([seen ? epoch_number(seen) : -1, at_least - 1].max)
         reply = fetch("EVAL", SET_EPOCH, 1, EPOCH, epoch.to_s)
         raise StoreError, "#{@name}: INFO names no run_id or master_replid, which token epochs need" if Array === reply
 
         conflict(resource)
       end
 
-      # The next epoch, committed in the fence's database: 0 for the first (none there, none in Redis), else one above
-      # the higher of the database's and +seen+ (Redis's).
+      # The next epoch, committed in the fence's database: 0 for the first (none there, none in Redis: +seen+ -1), else
+      # one above the higher of the database's and +seen+ (Redis's).
       def next_epoch_committed(seen)
-        first = seen.nil? ? 0 : seen + 1
+        first = seen + 1
         if PostgreSQL === @fence
           sql = "INSERT INTO lease_machines_token_epochs (id, epoch) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET " \
                 "epoch = GREATEST(lease_machines_token_epochs.epoch + 1, EXCLUDED.epoch) RETURNING epoch"

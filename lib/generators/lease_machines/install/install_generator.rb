@@ -13,7 +13,8 @@ module LeaseMachines
 
       source_root File.expand_path("templates", __dir__)
       desc "Writes the migration that creates lease_machines_leases, lease_machines_fences, the semaphores' " \
-           "lease_machines_slots and lease_machines_slot_fences, and the event log lease_machines_events (the " \
+           "lease_machines_slots and lease_machines_slot_fences, the event log lease_machines_events and, on " \
+           "PostgreSQL, the token epochs' lease_machines_history (the " \
            "lease store's schema, format 2) in the application's SQLite or PostgreSQL database, and an initializer " \
            "for config.lease_machines. Where an earlier version's migration created the format 1 tables, it writes " \
            "the migration that adds the event log instead."
