@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "pathname"
+require "socket"
 require "test_helper"
 require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
 
@@ -98,6 +99,27 @@ class StoreInputsTest < Minitest::Test
       assert_equal before, Dir.children(".")
     end
     LeaseMachines::Store.new(Pathname(@path)).close
+  end
+
+  def test_a_libpq_keyword_string_is_a_postgresql_database_named_without_its_password_never_a_file
+    begin
+      require "pg"
+    rescue LoadError
+      skip "the pg gem is not installed for this Ruby"
+    end
+    port = TCPServer.open("127.0.0.1", 0).then { |server| server.addr[1].tap { server.close } }
+    Dir.chdir(@dir) do
+      before = Dir.children(".")
+      { "host=127.0.0.1 port=#{port} dbname=app user=worker password=hunter2" => " user=worker",
+        "host = 127.0.0.1 port=#{port}  password = 'hunter2 \\' it' dbname=app sslpassword=hunter2" => "" }
+        .each do |database, user|
+          error = assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(database) }
+          assert_match(/\Acannot open the lease store at host=127\.0\.0\.1 port=#{port} dbname=app#{user}: \S/,
+                       error.message)
+          refute_includes error.message, "hunter2"
+        end
+      assert_equal before, Dir.children(".")
+    end
   end
 
   def test_a_clock_that_cannot_be_called_is_refused
