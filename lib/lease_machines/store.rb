@@ -493,8 +493,9 @@ module LeaseMachines
 
     # +resource+ as the UTF-8 String the database stores, checked by the extension as every Table command checks it
     # (see "The rules of input"): TypeError or ArgumentError otherwise.
-    # A name the database cannot hold (PostgreSQL: a NUL byte) is an ArgumentError too.
-    def resource_name(resource) = @adapter.class.check_name!(LeaseMachines.__send__(:_resource_name, resource))
+    # A name the store cannot keep (one with a NUL byte, on PostgreSQL or on Redis with a PostgreSQL fence) is an
+    # ArgumentError too, the same on every store (the adapter's check_name!).
+    def resource_name(resource) = @adapter.check_name!(LeaseMachines.__send__(:_resource_name, resource))
 
     # A page's +after:+ event id: nil (from the oldest, 0) or an Integer from 0.
     def page_after(after)

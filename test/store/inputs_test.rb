@@ -68,6 +68,17 @@ class StoreInputsTest < Minitest::Test
     assert_equal "text", @store.database.get_first_value("SELECT typeof(resource) FROM lease_machines_leases")
   end
 
+  def test_a_name_with_a_nul_byte_is_kept_by_sqlite_byte_for_byte
+    lease = granted(@store.acquire(resource: "a\0b", owner: 7, ttl: 5.0, now: 0.0))
+    granted(@store.acquire(resource: "a\0c", owner: 8, ttl: 5.0, now: 0.0))
+    assert_equal :ok, @store.fenced(resource: "a\0b", token: lease.token, now: 1.0) { :ok }
+    assert_equal [lease.token, nil], [@store.fence_highest(resource: "a\0b"), @store.fence_highest(resource: "a")]
+    assert_equal ["a\0b", "a\0c"], @store.resources(prefix: "a\0").map(&:resource)
+    stored = @store.database.execute("SELECT resource, length(CAST(resource AS BLOB)) FROM lease_machines_leases")
+    assert_equal [["a\0b", 3], ["a\0c", 3]], stored.sort
+    assert_predicate @store.audit, :valid?
+  end
+
   def test_now_false_is_refused_not_read_as_the_wall_clock
     ill_typed!
     error = assert_raises(TypeError) { @store.acquire(resource: R, owner: 1, ttl: 1.0, now: false) }

@@ -241,7 +241,7 @@ class StorePostgreSQLTest < Minitest::Test
     end
     assert_equal names.sort, admin.exec("SELECT resource FROM #{@schema}.lease_machines_leases").column_values(0).sort
     error = assert_raises(ArgumentError) { store.acquire(resource: "a\0b", owner: 1, ttl: 1.0, now: 1.0) }
-    assert_match(/NUL/, error.message)
+    assert_equal "resource \"a\\u0000b\" contains a NUL byte, which PostgreSQL's text cannot hold", error.message
     assert_raises(ArgumentError) { store.acquire(resource: "\xFF".b, owner: 1, ttl: 1.0, now: 1.0) }
     assert_raises(ArgumentError) { store.acquire(resource: "a" * 1_000_000, owner: 1, ttl: 1.0, now: 1.0) }
   end

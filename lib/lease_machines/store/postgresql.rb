@@ -320,8 +320,8 @@ module LeaseMachines
 
       def in_transaction? = @connection.transaction_status != ::PG::PQTRANS_IDLE
 
-      # Refuses a name PostgreSQL's text cannot hold (one with a NUL byte): ArgumentError.
-      def self.check_name!(name)
+      # +name+, or ArgumentError for a name PostgreSQL's text cannot hold (one with a NUL byte).
+      def check_name!(name)
         return name unless name.include?("\0")
 
         raise ArgumentError, "resource #{LeaseMachines.shown(name)} contains a NUL byte, which PostgreSQL's text cannot hold"
