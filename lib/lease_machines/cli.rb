@@ -33,7 +33,7 @@ module LeaseMachines
       Commands:
         simulate              Run the deterministic failover simulation and check every write
         audit FILE            Check a JSON event log (format 1) against the lease rules
-        audit --database DB   Check a lease store's event log (a SQLite path or a postgres:// URL) the same way
+        audit --database DB   Check a lease store's event log (a path, a postgres:// or redis:// URL) the same way
         web --database DB     Serve the lease dashboard of a lease store, read-only, on http://127.0.0.1:9292/
 
       Run `lease_machines COMMAND --help` for a command's options.
@@ -162,7 +162,8 @@ module LeaseMachines
 
     # The --database option of the commands that read a lease store, kept in +options+.
     def database_option(opts, options)
-      opts.on("--database DB", "The lease store: a SQLite file's path, or a postgres:// URL (needs the pg gem)") do
+      opts.on("--database DB", "The lease store: a SQLite file's path, a postgres:// URL or libpq keyword",
+              "string (needs the pg gem), or a redis:// or rediss:// URL (needs redis-client)") do
         options[:database] = _1
       end
     end
@@ -321,25 +322,34 @@ module LeaseMachines
       with_store(database) { |store| [store.path, store.audit] }
     end
 
-    # Yields the lease store at +database+ (a SQLite file that must be there already, or a postgres:// URL) and
-    # closes it; InputError when it cannot be opened or read. The commands only read: the store is opened with
-    # migrate: false, so that it never creates or upgrades tables that processes of another version use. A URL is
-    # never repeated in a message: it may carry a password.
+    # Yields the lease store at +database+ (a SQLite file that must be there already, a PostgreSQL URL or libpq
+    # keyword string, a Redis URL) and closes it; InputError when it cannot be opened or read. The commands only
+    # read: the store is opened with migrate: false, so that it never creates or upgrades tables that processes of
+    # another version use. A server is named as its store names it (Store#path, StoreError): never with a password.
     def with_store(database)
       require "lease_machines/store"
-      url = database.match?(%r{\Apostgres(?:ql)?://}i)
-      raise InputError, "no lease store at #{one_line(database)}: no such file" unless url || File.file?(database)
+      unless [Store::Redis, Store::PostgreSQL].any? { _1.accepts?(database) } || File.file?(database)
+        raise InputError, "no lease store at #{missing(database)}: no such file"
+      end
 
       store = begin
         Store.new(database, migrate: false)
       rescue LoadError => e
-        raise InputError, "cannot open the lease store: #{e.message} (SQLite needs the sqlite3 gem, PostgreSQL pg)"
+        raise InputError, "cannot open the lease store: #{e.message} (SQLite needs the sqlite3 gem, PostgreSQL pg, " \
+                          "Redis redis-client)"
       end
       yield store
     rescue StoreError, ArgumentError, TypeError => e
       raise InputError, e.message
     ensure
       store&.close
+    end
+
+    # +database+, which no store takes and no file is, as a message names it: a URL of another scheme by its scheme
+    # alone (what follows may be a password), anything else as the path it is.
+    def missing(database)
+      scheme = database[%r{\A([a-z][a-z0-9+.-]*)://}i, 1]
+      scheme ? "a #{scheme}:// URL (a lease store is a SQLite path, a postgres:// or redis:// URL)" : one_line(database)
     end
 
     # The bytes of +file+ ("-": stdin), as they are: the extension reads them as UTF-8 whatever the locale.

@@ -59,16 +59,17 @@ module LeaseMachines
     # The most events one Store#events call returns.
     MAX_EVENTS_PAGE = 1000
 
-    # What names the database in messages: the SQLite file's path, or the PostgreSQL server and database (never a
-    # password).
+    # What names the database in messages: the SQLite file's path, or the PostgreSQL or Redis server and database
+    # (never a password).
     def path = @adapter.name
 
     # Opens the lease store in +database+:
     #
     # - SQLite: a path (String or Pathname; created if needed), or an open SQLite3::Database (your application's
     #   own connection, so that #fenced writes land in your tables, in your transaction when one is open).
-    # - PostgreSQL: a +postgres://+ or +postgresql://+ URL, or an open PG::Connection (your application's own, for
-    #   the same reason). Requires the pg gem.
+    # - PostgreSQL: a +postgres://+ or +postgresql://+ URL, a libpq keyword string (+host=db1 dbname=app user=worker+:
+    #   KEYWORD=value pairs, one of them libpq's), or an open PG::Connection (your application's own, for the same
+    #   reason). Requires the pg gem.
     # - Redis: a +redis://+ or +rediss://+ URL, or an open RedisClient (see Store::Redis, which takes the options
     #   +strict:+, +wait:+, +wait_timeout:+ and +fence:+ in +redis_options+; the SQL stores refuse them). Requires the
     #   redis-client gem.
@@ -514,8 +515,9 @@ module LeaseMachines
 
     # +resource+ as the UTF-8 String the database stores, checked by the extension as every Table command checks it
     # (see "The rules of input"): TypeError or ArgumentError otherwise.
-    # A name the database cannot hold (PostgreSQL: a NUL byte) is an ArgumentError too.
-    def resource_name(resource) = @adapter.class.check_name!(LeaseMachines.__send__(:_resource_name, resource))
+    # A name the store cannot keep (one with a NUL byte, on PostgreSQL or on Redis with a PostgreSQL fence) is an
+    # ArgumentError too, the same on every store (the adapter's check_name!).
+    def resource_name(resource) = @adapter.check_name!(LeaseMachines.__send__(:_resource_name, resource))
 
     # A page's +after:+ event id: nil (from the oldest, 0) or an Integer from 0.
     def page_after(after)

@@ -217,8 +217,8 @@ module LeaseMachines
     # +page+ read from this request's store (Page#read); returns the page.
     def read(page) = stored { |store| page.read(store) }
 
-    # Yields the request's store. A name the store refuses (ArgumentError: a NUL byte on PostgreSQL, say) is the
-    # request's fault: 400.
+    # Yields the request's store. A name the store refuses (ArgumentError: a NUL byte on PostgreSQL, or on Redis with
+    # a PostgreSQL fence, say) is the request's fault: 400.
     def stored(&)
       @stores.with(&)
     rescue ArgumentError => e

@@ -5,11 +5,14 @@ require "lease_machines/cli"
 require "json"
 require "open3"
 require "pty"
+require "socket"
 require "stringio"
+require "support/redis_support"
 
 # exe/lease_machines as a user runs it: a separate process, its output and its exit status.
 class CLITest < Minitest::Test
   include LeaseMachines::TestSupport
+  include RedisStoreSupport
 
   # This checkout's executable, with its lib/ first on the load path; or, testing an installed gem, the gem's.
   COMMAND = if INSTALLED
@@ -189,6 +192,30 @@ class CLITest < Minitest::Test
     end
   end
 
+  def test_a_redis_store_that_is_not_running_is_named_without_its_password
+    port = TCPServer.open("127.0.0.1", 0).then { |server| server.addr[1].tap { server.close } }
+    %w[audit web].each do |command|
+      out, err, status = lease_machines(command, "--database", "redis://worker:hunter2@127.0.0.1:#{port}/3")
+      assert_equal [2, ""], [status.exitstatus, out], command
+      assert_match(%r{\Alease_machines #{command}: cannot open the lease store at redis://127\.0\.0\.1:#{port}/3: [^\n]+\n\z},
+                   err, command)
+      refute_includes err, "hunter2"
+    end
+  end
+
+  def test_audit_reads_a_redis_store_named_without_its_password
+    server = own_redis("--requirepass", "hunter2-secret")
+    require "lease_machines/store"
+    store = LeaseMachines::Store.new(server.url)
+    store.acquire(resource: "r", owner: 7, ttl: 10.0, now: 100.0)
+    store.renew(resource: "r", owner: 7, token: 1, ttl: 10.0, now: 105.0)
+    store.acquire(resource: "r", owner: 9, ttl: 10.0, now: 120.0)
+    store.close
+    out, err, status = lease_machines("audit", "--database", server.url)
+    assert_equal [0, ""], [status.exitstatus, err]
+    assert_equal "redis://127.0.0.1:#{server.port}: 3 events checked, no findings\n", out
+  end
+
   # An event log file of two grants on +resource+, one after the other's expiry; +reverse+ writes it backwards.
   def event_log(resource, reverse: false)
     table = LeaseMachines::Table.new
@@ -338,6 +365,43 @@ class CLIInProcessTest < Minitest::Test
     err = StringIO.new
     [LeaseMachines::CLI.new(out:, err:).run(args), out.string, err.string]
   end
+
+  # A lease store in each form a user can give its password in (each password has "hunter2" in it), on a port of
+  # this machine that nothing listens on, as [database, the start of the message naming it].
+  def databases_with_passwords
+    port = TCPServer.open("127.0.0.1", 0).then { |server| server.addr[1].tap { server.close } }
+    postgresql = "cannot open the lease store at postgresql://worker@127.0.0.1:#{port}/app"
+    keywords = "cannot open the lease store at host=127.0.0.1 port=#{port} dbname=app"
+    redis = "cannot open the lease store at redis://127.0.0.1:#{port}"
+    [["postgresql://worker:hunter2@127.0.0.1:#{port}/app?connect_timeout=5", postgresql],
+     ["postgres://worker:hunter2%20%21@127.0.0.1:#{port}/app", postgresql.sub("postgresql:", "postgres:")],
+     ["postgresql://worker@127.0.0.1:#{port}/app?password=hunter2&connect_timeout=5", postgresql],
+     ["postgresql://worker:hunter2 and more@127.0.0.1:#{port}/app", "cannot open the lease store at a PostgreSQL " \
+                                                                     "server (an unreadable URL)"],
+     ["host=127.0.0.1 port=#{port} dbname=app user=worker password=hunter2", "#{keywords} user=worker"],
+     ["host=127.0.0.1 port=#{port} password='hunter2 \\' and more' dbname=app", keywords],
+     ["password=hunter2 host=127.0.0.1 port=#{port} sslpassword=hunter2 dbname=app", keywords],
+     ["redis://:hunter2@127.0.0.1:#{port}", redis],
+     ["redis://worker:hunter2@127.0.0.1:#{port}/2", "#{redis}/2"],
+     ["rediss://worker:hunter2@127.0.0.1:#{port}", redis.sub("redis:", "rediss:")],
+     ["redis://worker:hunter2 and more@127.0.0.1:#{port}", "database is not a readable redis:// URL"],
+     ["mysql://worker:hunter2@127.0.0.1:#{port}/app", "no lease store at a mysql:// URL"]]
+  end
+
+  def test_audit_and_web_never_print_a_databases_password
+    databases_with_passwords.each do |database, named|
+      %w[audit web].each do |command|
+        status, out, err = run_cli(command, "--database", database)
+        assert_equal [LeaseMachines::CLI::USAGE, ""], [status, out], "#{command} #{database}"
+        refute_includes err, "hunter2", "#{command} #{database}"
+        assert_match(/\Alease_machines #{command}: [^\n]+\n\z/, err, "#{command} #{database}")
+        assert_includes err, "lease_machines #{command}: #{named}", "#{command} #{database}" unless missing_gem?(err)
+      end
+    end
+  end
+
+  # Whether +err+ says a gem the store or the dashboard needs is missing (then it names no database).
+  def missing_gem?(err) = err.match?(/needs the \S+ gem|cannot open the lease store: /)
 
   def test_simulate_writes_the_report_and_returns_the_status
     status, out, err = run_cli("simulate", "--cycles", "300", "--seed", "4", "--json")

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "pathname"
+require "socket"
 require "test_helper"
 require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
 
@@ -67,6 +68,17 @@ class StoreInputsTest < Minitest::Test
     assert_equal "text", @store.database.get_first_value("SELECT typeof(resource) FROM lease_machines_leases")
   end
 
+  def test_a_name_with_a_nul_byte_is_kept_by_sqlite_byte_for_byte
+    lease = granted(@store.acquire(resource: "a\0b", owner: 7, ttl: 5.0, now: 0.0))
+    granted(@store.acquire(resource: "a\0c", owner: 8, ttl: 5.0, now: 0.0))
+    assert_equal :ok, @store.fenced(resource: "a\0b", token: lease.token, now: 1.0) { :ok }
+    assert_equal [lease.token, nil], [@store.fence_highest(resource: "a\0b"), @store.fence_highest(resource: "a")]
+    assert_equal ["a\0b", "a\0c"], @store.resources(prefix: "a\0").map(&:resource)
+    stored = @store.database.execute("SELECT resource, length(CAST(resource AS BLOB)) FROM lease_machines_leases")
+    assert_equal [["a\0b", 3], ["a\0c", 3]], stored.sort
+    assert_predicate @store.audit, :valid?
+  end
+
   def test_now_false_is_refused_not_read_as_the_wall_clock
     ill_typed!
     error = assert_raises(TypeError) { @store.acquire(resource: R, owner: 1, ttl: 1.0, now: false) }
@@ -98,6 +110,27 @@ class StoreInputsTest < Minitest::Test
       assert_equal before, Dir.children(".")
     end
     LeaseMachines::Store.new(Pathname(@path)).close
+  end
+
+  def test_a_libpq_keyword_string_is_a_postgresql_database_named_without_its_password_never_a_file
+    begin
+      require "pg"
+    rescue LoadError
+      skip "the pg gem is not installed for this Ruby"
+    end
+    port = TCPServer.open("127.0.0.1", 0).then { |server| server.addr[1].tap { server.close } }
+    Dir.chdir(@dir) do
+      before = Dir.children(".")
+      { "host=127.0.0.1 port=#{port} dbname=app user=worker password=hunter2" => " user=worker",
+        "host = 127.0.0.1 port=#{port}  password = 'hunter2 \\' it' dbname=app sslpassword=hunter2" => "" }
+        .each do |database, user|
+          error = assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(database) }
+          assert_match(/\Acannot open the lease store at host=127\.0\.0\.1 port=#{port} dbname=app#{user}: \S/,
+                       error.message)
+          refute_includes error.message, "hunter2"
+        end
+      assert_equal before, Dir.children(".")
+    end
   end
 
   def test_a_clock_that_cannot_be_called_is_refused

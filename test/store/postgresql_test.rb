@@ -241,7 +241,7 @@ class StorePostgreSQLTest < Minitest::Test
     end
     assert_equal names.sort, admin.exec("SELECT resource FROM #{@schema}.lease_machines_leases").column_values(0).sort
     error = assert_raises(ArgumentError) { store.acquire(resource: "a\0b", owner: 1, ttl: 1.0, now: 1.0) }
-    assert_match(/NUL/, error.message)
+    assert_equal "resource \"a\\u0000b\" contains a NUL byte, which PostgreSQL's text cannot hold", error.message
     assert_raises(ArgumentError) { store.acquire(resource: "\xFF".b, owner: 1, ttl: 1.0, now: 1.0) }
     assert_raises(ArgumentError) { store.acquire(resource: "a" * 1_000_000, owner: 1, ttl: 1.0, now: 1.0) }
   end
@@ -264,6 +264,18 @@ class StorePostgreSQLTest < Minitest::Test
       end
       assert_match(/password authentication failed/, error.message)
       refute_match(/wr0ng-pw/, error.message)
+      error = assert_raises(LeaseMachines::StoreError) do
+        LeaseMachines::Store.new("host=127.0.0.1 port=#{@cluster.port} dbname=postgres user=lm_pw password='wr0ng pw'")
+      end
+      assert_match(/\Acannot open the lease store at host=127\.0\.0\.1 port=#{@cluster.port} dbname=postgres user=lm_pw: /,
+                   error.message)
+      assert_match(/password authentication failed/, error.message)
+      refute_match(/wr0ng/, error.message)
+      store = open_store("host=127.0.0.1 port=#{@cluster.port} dbname=postgres user=postgres password=unused-pw " \
+                         "options='-csearch_path=#{@schema}'")
+      assert_equal ["host=127.0.0.1 port=#{@cluster.port} dbname=postgres user=postgres", :postgresql],
+                   [store.path, store.adapter_name]
+      assert_predicate store.acquire(resource: R, owner: 7, ttl: 30.0), :granted?
     ensure
       File.write(hba, original)
       admin.exec("SELECT pg_reload_conf()")

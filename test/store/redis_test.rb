@@ -636,6 +636,32 @@ class StoreRedisTest < Minitest::Test
     assert_predicate store.audit, :valid?
   end
 
+  def test_a_name_with_a_nul_byte_is_kept_without_a_fence_and_with_an_sqlite_one
+    plain = open_store
+    fenced = open_store(fence: @fence)
+    token = granted(plain.acquire(resource: "a\0b", owner: 7, ttl: 30.0, now: 0.0)).token
+    assert_equal :occupied, fenced.acquire(resource: "a\0b", owner: 8, ttl: 30.0, now: 1.0).reason
+    granted(fenced.acquire(resource: "a\0c", owner: 8, ttl: 30.0, now: 1.0))
+    assert_equal :ok, fenced.fenced(resource: "a\0b", token: token, now: 2.0) { :ok }
+    assert_equal [token, nil], [fenced.fence_highest(resource: "a\0b"), fenced.fence_highest(resource: "a")]
+    assert_equal ["a\0b", "a\0c"], plain.resources.map(&:resource)
+  end
+
+  def test_a_postgresql_fence_refuses_a_name_with_a_nul_byte_at_acquire_as_the_postgresql_store_does
+    url = fresh_postgres_schema_url
+    token = granted(open_store.acquire(resource: "a\0b", owner: 7, ttl: 30.0, now: 0.0)).token # granted unfenced
+    store = open_store(fence: url)
+    message = "resource \"x\\u0000y\" contains a NUL byte, which PostgreSQL's text cannot hold"
+    error = assert_raises(ArgumentError) { store.acquire(resource: "x\0y", owner: 7, ttl: 30.0, now: 1.0) }
+    assert_equal message, error.message
+    assert_equal message, assert_raises(ArgumentError) { store.checkpoint(resource: "x\0y") }.message
+    assert_equal 0, redis.call("EXISTS", LeaseMachines::Store::Redis.key("x\0y", "lease")), "nothing written in Redis"
+    error = assert_raises(ArgumentError) { store.fenced(resource: "a\0b", token: token, now: 2.0) { flunk } }
+    assert_equal message.sub("x\\u0000y", "a\\u0000b"), error.message
+    lease = granted(store.acquire(resource: R, owner: 7, ttl: 30.0, now: 3.0))
+    assert_equal :ok, store.fenced(resource: R, token: lease.token, now: 4.0) { :ok }
+  end
+
   def test_a_postgresql_fence_serializes_the_fenced_writes_of_a_resource
     url = fresh_postgres_schema_url
     store = open_store(fence: url, busy_timeout: 0.3)

@@ -25,6 +25,21 @@ module LeaseMachines
       # How long a request on a connection the store opens waits for another transaction's lock, Float seconds.
       DEFAULT_BUSY_TIMEOUT = 5.0
       URL = %r{\Apostgres(?:ql)?://}i
+      # libpq's connection keywords. A String of KEYWORD=value pairs (separated by white space) that names one of them
+      # is a libpq keyword string ("host=db1 dbname=app user=worker password=..."), which the store takes as a URL.
+      KEYWORDS = %w[host hostaddr port dbname user password passfile require_auth channel_binding connect_timeout
+                    client_encoding options application_name fallback_application_name keepalives keepalives_idle
+                    keepalives_interval keepalives_count tcp_user_timeout replication gssencmode gssdelegation sslmode
+                    sslnegotiation sslcompression sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl sslcrldir
+                    sslsni requirepeer ssl_min_protocol_version ssl_max_protocol_version krbsrvname gsslib service
+                    target_session_attrs load_balance_hosts].freeze
+      # One pair of a keyword string: the keyword, and its value as written, bare (up to white space) or in single
+      # quotes, a backslash escaping the next character either way (libpq's reading).
+      PAIR = /\s*([a-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'|(?:[^\s'\\]|\\.)(?:[^\s\\]|\\.)*|)/m
+      KEYWORD_STRING = /\A(?:#{PAIR})+\s*\z/m
+      # The keywords that name the server (what #describe shows of a keyword string), and those that hold a password.
+      NAMING = %w[host hostaddr port dbname user service].freeze
+      SECRETS = %w[password sslpassword].freeze
       # Each table's columns as [name, type], as information_schema reports them.
       COLUMNS = {
         "lease_machines_schema" => [%w[id integer], %w[format integer]],
@@ -166,8 +181,8 @@ module LeaseMachines
       TIMELINE_SHIFT = 10
       # Serializes two processes creating the schema at once (a transaction-scoped lock: no session state).
       CREATE_LOCK = "SELECT pg_advisory_xact_lock(7311201726481923)"
-      private_constant :URL, :COLUMNS, :READ_COLUMNS, :LEASE_COLUMNS, :BEGIN_OWN, :OWN, :MARK_OWN, :SET_TIMEOUT,
-                       :SET_DURABLE, :SET_OWN, :ENSURE_ROW,
+      private_constant :URL, :KEYWORDS, :PAIR, :KEYWORD_STRING, :NAMING, :SECRETS, :COLUMNS, :READ_COLUMNS,
+                       :LEASE_COLUMNS, :BEGIN_OWN, :OWN, :MARK_OWN, :SET_TIMEOUT, :SET_DURABLE, :SET_OWN, :ENSURE_ROW,
                        :LOCK_ROW_BYTES, :CLOCK_BYTES, :WRITE_ROW_LITERAL,
                        :SHARE_ROW, :READ_ROW, :READ_FENCE, :CLOCK, :WRITE_FENCE, :OLD_LOCK_TIMEOUT,
                        :RESTORE_LOCK_TIMEOUT, :OWN_MARK, :CREATE_LOCK, :TRANSACTION, :SAME_TRANSACTION, :ENDED,
@@ -199,9 +214,9 @@ module LeaseMachines
       # What this database's driver raises; Store turns it into StoreError.
       def self.errors = defined?(::PG::Error) ? [::PG::Error] : []
 
-      # Whether +database+ is a PostgreSQL URL or connection.
+      # Whether +database+ is a PostgreSQL URL, libpq keyword string or connection.
       def self.accepts?(database)
-        return URL.match?(database) if String === database
+        return URL.match?(database) || !keyword_pairs(database).nil? if String === database
 
         defined?(::PG::Connection) ? ::PG::Connection === database : false
       end
@@ -209,9 +224,14 @@ module LeaseMachines
       # The driver's message, on one line.
       def self.message(error) = error.message.strip.gsub(/\s*\n\s*/, "; ")
 
-      # What names +database+ in a message: the server, port, user and database, never a password.
+      # What names +database+ in a message: the server, port, user and database, never a password (a keyword
+      # string's naming pairs, as written).
       def self.describe(database)
         return database.then { |c| "postgresql://#{c.user}@#{c.host}:#{c.port}/#{c.db}" } unless String === database
+        if (pairs = keyword_pairs(database))
+          named = pairs.filter_map { |keyword, written| "#{keyword}=#{written}" if NAMING.include?(keyword) }
+          return named.empty? ? "a PostgreSQL server (libpq's defaults)" : named.join(" ")
+        end
 
         uri = URI.parse(database)
         uri.password = nil
@@ -221,27 +241,45 @@ module LeaseMachines
         String === database ? "a PostgreSQL server (an unreadable URL)" : "a PostgreSQL server (#{database.class})"
       end
 
-      # Every form a password can take in +url+ (the userinfo's, a password= parameter's; raw and decoded), longest
-      # first, for masking.
-      def self.passwords(url)
-        raw = [url[%r{\A[^:/]+://[^/@:]*:([^@/]*)@}, 1], *url.scan(/[?&]password=([^&]*)/).flatten].compact
-        decoded = raw.map do |text|
-          URI.decode_www_form_component(text)
-        rescue ArgumentError
-          text # not valid percent-encoding: masked as written
+      # Every form a password can take in +database+ (a URL's userinfo, password= and sslpassword= parameters; a
+      # keyword string's password and sslpassword; each as written and as read), longest first, for masking.
+      def self.passwords(database)
+        pairs = keyword_pairs(database)
+        forms = if pairs
+                  pairs.filter_map { |keyword, written, value| [written, value] if SECRETS.include?(keyword) }
+                else
+                  userinfo = database[%r{\A[^:/]+://[^/@:]*:([^@/]*)@}, 1]
+                  [userinfo, *database.scan(/[?&](?:ssl)?password=([^&]*)/).flatten].compact.map { [_1, decoded(_1)] }
+                end
+        forms.flatten.reject(&:empty?).uniq.sort_by { -_1.size }
+      end
+
+      # The [keyword, value as written, value] pairs of +text+ when it is a libpq keyword string, else nil.
+      def self.keyword_pairs(text)
+        return nil unless KEYWORD_STRING.match?(text)
+
+        pairs = text.scan(PAIR).map do |keyword, written|
+          [keyword, written, (written.start_with?("'") ? written[1...-1] : written).gsub(/\\(.)/m, "\\1")]
         end
-        (raw + decoded).reject(&:empty?).uniq.sort_by { -_1.size }
+        pairs if pairs.any? { |keyword, _| KEYWORDS.include?(keyword) }
+      end
+
+      # +text+ percent-decoded; as written when it is not valid percent-encoding.
+      def self.decoded(text)
+        URI.decode_www_form_component(text)
+      rescue ArgumentError
+        text
       end
 
       # The connection, and what names it in messages.
       attr_reader :connection, :name
 
-      # Connects to +database+ (a postgresql:// URL) or takes an open PG::Connection (the application's own, whose
-      # settings are left as they are). +busy_timeout+ is Float seconds (0 to about 24 days) or nil: 5 seconds for a
-      # connection the store opens, the connection's own lock_timeout for one it is given. The schema is created
-      # where it is missing (outside a transaction), then checked. Raises LoadError when the pg gem is missing,
-      # TypeError or ArgumentError for bad arguments, PG::Error when the server cannot be reached or set up,
-      # StoreError for tables of another shape or format.
+      # Connects to +database+ (a postgresql:// URL or a libpq keyword string) or takes an open PG::Connection (the
+      # application's own, whose settings are left as they are). +busy_timeout+ is Float seconds (0 to about 24 days)
+      # or nil: 5 seconds for a connection the store opens, the connection's own lock_timeout for one it is given. The
+      # schema is created where it is missing (outside a transaction), then checked. Raises LoadError when the pg gem
+      # is missing, TypeError or ArgumentError for bad arguments, PG::Error when the server cannot be reached or set
+      # up, StoreError for tables of another shape or format.
       def initialize(database, busy_timeout:, migrate: true)
         require "pg"
         require "uri"
@@ -300,8 +338,8 @@ module LeaseMachines
 
       def in_transaction? = @connection.transaction_status != ::PG::PQTRANS_IDLE
 
-      # Refuses a name PostgreSQL's text cannot hold (one with a NUL byte): ArgumentError.
-      def self.check_name!(name)
+      # +name+, or ArgumentError for a name PostgreSQL's text cannot hold (one with a NUL byte).
+      def check_name!(name)
         return name unless name.include?("\0")
 
         raise ArgumentError, "resource #{LeaseMachines.shown(name)} contains a NUL byte, which PostgreSQL's text cannot hold"

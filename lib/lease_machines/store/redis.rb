@@ -277,9 +277,6 @@ module LeaseMachines
         error.message.strip.gsub(/\s*\n\s*/, "; ")
       end
 
-      # Redis keys hold any bytes: every name the extension admits.
-      def self.check_name!(name) = name
-
       # Whether +database+ is a Redis URL or an open RedisClient (or RedisClient::Pooled).
       def self.accepts?(database)
         return URL.match?(database) if String === database
@@ -371,6 +368,10 @@ module LeaseMachines
 
       # Whether the fence's connection is inside a transaction (Redis has none between requests).
       def in_transaction? = @fence ? @fence.in_transaction? : false
+
+      # +name+, or the fence's ArgumentError for a name its database cannot hold (PostgreSQL: a NUL byte), which no
+      # fenced write could then keep. Redis keys hold any bytes: without a fence, every name the extension admits.
+      def check_name!(name) = @fence ? @fence.check_name!(name) : name
 
       # How much of each resource's stream is kept: +per_lease+ events (of the resource, all its slots together),
       # none older than +max_age+ Float seconds before the newest; the fence's log keeps the same.

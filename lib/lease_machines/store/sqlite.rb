@@ -22,7 +22,6 @@ module LeaseMachines
       def self.adapter_name = :sqlite
       def self.errors = ERRORS
       def self.message(error) = error.message
-      def self.check_name!(name) = name
 
       # Whether +database+ is for this adapter: everything that is not PostgreSQL's is (a bad argument is then
       # refused here, with the message that names both).
@@ -245,6 +244,9 @@ module LeaseMachines
       def closed? = @connection.closed?
 
       def in_transaction? = @connection.transaction_active?
+
+      # +name+: SQLite's text keeps any bytes (its strings are bound and read with their length, a NUL byte included).
+      def check_name!(name) = name
 
       # Opens the store's own transaction with the write lock taken (so that the read sees the newest committed row
       # and no other writer can slip in between the read and the write), marked as the store's, and reads the row
