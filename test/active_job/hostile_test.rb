@@ -70,19 +70,32 @@ class ActiveJobHostileTest < Minitest::Test
     ran = []
     job = body_job { |job| ran << job.lease.token }
     ready, hold = IO.pipe
-    pid = fork do # another process holds the write lock for 0.6 s: the grant waits for it, then commits
+    go, commit = IO.pipe
+    pid = fork do # another process holds the write lock until told to commit: the grant waits for it, then commits
       ready.close
+      commit.close
       db = SQLite3::Database.new(path)
       db.execute("BEGIN IMMEDIATE")
       hold.puts("locked")
       hold.flush
-      sleep 0.6
+      go.gets
       db.execute("COMMIT")
       exit!(0)
     end
     hold.close
+    go.close
     ready.gets
-    assert_raises(Timeout::Error) { Timeout.timeout(0.2) { job.perform_now("acme") } }
+    runner = Thread.current
+    ended = false
+    # The lock is given up once the timeout has landed on the job's thread and waits there, deferred by the grant.
+    teller = Thread.new do
+      eventually(30) { runner.pending_interrupt? || ended }
+      commit.puts("commit")
+      commit.flush
+    end
+    assert_raises(Timeout::Error) { Timeout.timeout(1.0) { job.perform_now("acme") } }
+    ended = true
+    teller.join
     Process.wait(pid)
 
     assert_empty ran, "the interrupt acts as the job starts, before its body"
@@ -91,6 +104,7 @@ class ActiveJobHostileTest < Minitest::Test
     assert_equal 1, other_store.checkpoint(resource: resource).last_issued
   ensure
     ready&.close
+    commit&.close
   end
 
   def test_a_job_performed_inside_an_open_transaction_says_what_to_do_at_once
