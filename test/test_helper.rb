@@ -125,6 +125,18 @@ module LeaseMachines
       super
     end
 
+    # Waits up to +timeout+ seconds for the block to be true (asking every 10 ms); returns whether it became so. For
+    # a test that must see an event happen before it acts, whatever the machine's load, rather than sleep and hope.
+    def eventually(timeout = 5.0)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+      until yield
+        return false if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+        sleep 0.01
+      end
+      true
+    end
+
     # Skip a test of LeaseMachines::Store when this Ruby has no sqlite3 gem.
     def requires_sqlite3!
       skip "the sqlite3 gem is not installed for this Ruby" unless SQLITE3

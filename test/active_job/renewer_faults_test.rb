@@ -51,17 +51,6 @@ class ActiveJobRenewerFaultsTest < Minitest::Test
     end
   end
 
-  # Waits up to +timeout+ seconds for the block to be true; returns whether it became so.
-  def eventually(timeout = 5.0)
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-    until yield
-      return false if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-
-      sleep 0.01
-    end
-    true
-  end
-
   def renewer_thread = Thread.list.find { _1.name == "lease_machines renewer" && _1.alive? }
 
   def test_a_subscriber_that_raises_on_renew_and_thread_error_does_not_stop_it

@@ -10,7 +10,9 @@ require "support/active_job_support"
 class ActiveJobSlotProcessesTest < Minitest::Test
   include LeaseMachines::ActiveJobSupport
 
-  TTL = 1.0
+  # Renewals every quarter of a second leave a worker TTL - RENEW seconds to renew in: a margin a loaded machine keeps.
+  TTL = 2.0
+  RENEW = 0.25
   LIMIT = 2
 
   def setup
@@ -22,7 +24,7 @@ class ActiveJobSlotProcessesTest < Minitest::Test
     @children = []
     @job = job_class(:SlotWorkerJob) do
       class_attribute :body
-      holds_lease key: ->(key) { key }, ttl: TTL, renew_every: TTL / 4, limit: LIMIT, on_conflict: :raise
+      holds_lease key: ->(key) { key }, ttl: TTL, renew_every: RENEW, limit: LIMIT, on_conflict: :raise
       define_method(:perform) { |_key| self.class.body.call(lease) }
     end
   end
@@ -40,7 +42,20 @@ class ActiveJobSlotProcessesTest < Minitest::Test
 
   def resource = "#{@job.name}:acme"
   def store = @store ||= LeaseMachines::Store.new(path)
-  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  # The lease in +slot+ of the key's row, as the store has it.
+  def slot_lease(slot) = store.checkpoint(resource: resource, slot: slot).lease
+
+  # Waits until the store's row shows the lease of each slot in +slots+ (a Hash of slot => the lease it was granted)
+  # renewed to at least +ttls+ TTLs past the expiry it was granted with: its worker's renewer kept it that long.
+  def renewed_past(slots, ttls)
+    renewed = eventually(30) do
+      slots.all? do |slot, first|
+        lease = slot_lease(slot)
+        lease.token == first.token && lease.expires_at >= first.expires_at + (ttls * TTL)
+      end
+    end
+    assert renewed, "slots #{slots.keys} renewed #{ttls} TTL past their grant"
+  end
 
   # A child process running the block, given a line writer to the parent, then saying "done" (or "failed ..." for
   # an exception). Returns [pid, reader]; its lines are read back with +line+.
@@ -89,33 +104,35 @@ class ActiveJobSlotProcessesTest < Minitest::Test
   def write(lease, body) = lease.fenced { Report.create!(body: body, token: lease.token) }
 
   def test_long_jobs_keep_their_slots_through_renewal
-    long = 4 * TTL
+    stop = File.join(scratch_dir("lm-slot-stop"), "stop") # the parent's word to the workers: write once more, finish
     workers = Array.new(LIMIT) do |index|
       worker do |lease, tell|
         tell.call("held #{lease.slot} #{lease.token}")
-        deadline = now + long
-        while now < deadline
+        until File.exist?(stop)
           write(lease, "#{index} #{lease.slot}")
           sleep 0.05
         end
+        write(lease, "#{index} last")
       end
     end
     held = workers.map { |_, reader| line(reader) }
 
     assert_equal ["held 0 1", "held 1 1"], held.sort, "each worker in a slot of its own, with its first token"
-    2.times do
-      sleep 1.5 * TTL
+    granted = Array.new(LIMIT) { [_1, slot_lease(_1)] }.to_h
+    [1, 2].each do |ttls|
+      renewed_past(granted, ttls)
       assert_raises(LeaseMachines::LeaseBusy, "a third perform, while both run") { @job.perform_now("acme") }
     end
+    File.write(stop, "")
     workers.each { |_, reader| assert_equal ["release released", "done"], [line(reader), line(reader)] }
     workers.each { |pid, _| assert_predicate Process.wait2(pid).last, :success? }
     lines = Report.pluck(:body, :token)
     LIMIT.times do |index|
       mine = lines.select { _1.first.start_with?("#{index} ") }
-      assert_operator mine.size, :>=, 20, "worker #{index} wrote through its renewed slot for #{long}s"
+      assert_includes mine, ["#{index} last", 1], "worker #{index} wrote through its slot renewed past #{2 * TTL}s"
       assert_equal [1], mine.map(&:last).uniq, "never a new token: the slot was kept, not granted again"
     end
-    assert_equal [nil, nil], Array.new(LIMIT) { store.checkpoint(resource: resource, slot: _1).lease }, "released"
+    assert_equal [nil, nil], Array.new(LIMIT) { slot_lease(_1) }, "released"
   end
 
   def test_a_stalled_holder_can_neither_write_into_nor_free_its_successors_slot
@@ -143,7 +160,9 @@ class ActiveJobSlotProcessesTest < Minitest::Test
       end
     end
     assert_equal "held 1 1", line(other_reader), "the other slot, held (and renewed) all along"
-    sleep 1.5 * TTL # the stalled job's slot runs out
+    stalled_lease = slot_lease(0)
+    # The stalled job's slot runs out: on the store's clock (the wall clock, or the PostgreSQL server's on this host).
+    assert eventually(30) { stalled_lease.expires_at <= Process.clock_gettime(Process::CLOCK_REALTIME) }
     successor, successor_reader = worker do |lease, tell|
       write(lease, "successor")
       tell.call("held #{lease.slot} #{lease.token}")

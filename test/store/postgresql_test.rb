@@ -59,6 +59,15 @@ class StorePostgreSQLTest < Minitest::Test
     holder.exec_params("SELECT 1 FROM lease_machines_leases WHERE resource = $1 FOR UPDATE", [R])
   end
 
+  # Waits until the backend +pid+ (a store's connection, asked before its request started on another thread) waits
+  # for a lock: the request reached the row +lock_row+ holds. Flunks after 30 s.
+  def until_waiting_for_a_lock(pid)
+    waiting = eventually(30) do
+      admin.exec_params("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", [pid]).values == [["Lock"]]
+    end
+    assert waiting, "the request never waited for the row's lock"
+  end
+
   def server_now = admin.exec("SELECT extract(epoch FROM clock_timestamp())::float8").getvalue(0, 0).to_f
 
   def test_it_is_the_postgresql_store_and_names_the_server_without_a_password
@@ -84,11 +93,13 @@ class StorePostgreSQLTest < Minitest::Test
 
   def test_the_servers_clock_is_read_after_the_rows_lock_was_granted
     store = open_store
-    store.acquire(resource: R, owner: 7, ttl: 0.1) # expired by the time the lock is granted
+    old = store.acquire(resource: R, owner: 7, ttl: 1.0).lease # live when the request starts waiting
     holder = connection
     lock_row(holder)
+    pid = store.database.backend_pid
     waiter = Thread.new { store.acquire(resource: R, owner: 8, ttl: 30.0) }
-    sleep 0.5
+    until_waiting_for_a_lock(pid)
+    assert eventually(30) { server_now >= old.expires_at }, "the old lease ran out while the request waited"
     released = server_now
     holder.exec("COMMIT")
     decision = waiter.value
@@ -315,9 +326,10 @@ class StorePostgreSQLTest < Minitest::Test
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
     holder = connection
     lock_row(holder)
+    pid = store.database.backend_pid
     waiter = Thread.new { store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0) }
     waiter.report_on_exception = false # its StoreError is the test's
-    sleep 0.3
+    until_waiting_for_a_lock(pid)
     holder.exec_params("DELETE FROM lease_machines_leases WHERE resource = $1", [R])
     holder.exec("COMMIT")
     error = assert_raises(LeaseMachines::StoreError) { waiter.value }
@@ -426,7 +438,7 @@ class StorePostgreSQLTest < Minitest::Test
     lock_row(holder)
     pid = store.database.backend_pid
     killer = Thread.new do
-      sleep 0.3
+      until_waiting_for_a_lock(pid)
       admin.exec_params("SELECT pg_terminate_backend($1)", [pid])
     end
     assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0) }

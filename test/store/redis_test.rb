@@ -29,6 +29,27 @@ class StoreRedisTest < Minitest::Test
 
   def open_store(database = @url, **options) = LeaseMachines::Store.new(database, **options).tap { @stores << _1 }
 
+  # The wait_timeout of a store whose commits are expected to reach their replica: long enough for a loaded machine.
+  PATIENT = 30.0
+
+  # A server of this test's own and its replica, returned once the replica is connected and has all of the primary's
+  # stream (its link up, and the primary counting it online at its own offset), so that a WAIT decides on the replica
+  # and not on how soon it caught up. Flunks after PATIENT seconds.
+  def replicated_pair
+    primary = own_redis
+    replica = own_redis("--replicaof", "127.0.0.1", primary.port.to_s)
+    on_primary = redis(primary.url)
+    on_replica = redis(replica.url)
+    in_sync = eventually(PATIENT) do
+      info = on_primary.call("INFO", "replication")
+      on_replica.call("INFO", "replication").include?("master_link_status:up") &&
+        info.include?("connected_slaves:1") &&
+        info.match?(/^slave0:.*\bstate=online,offset=#{info[/^master_repl_offset:(\d+)/, 1]},/)
+    end
+    assert in_sync, "the replica caught up with the primary within #{PATIENT} s"
+    [primary, replica]
+  end
+
   # Worker 7 renews its lease of R (token 1) at t = 1.
   def renew(store) = store.renew(resource: R, owner: 7, token: 1, ttl: 30.0, now: 1.0)
 
@@ -354,13 +375,9 @@ class StoreRedisTest < Minitest::Test
   end
 
   def test_with_wait_a_commit_found_committed_by_its_second_attempt_says_its_replication_is_not_known
-    primary = own_redis
-    replica = own_redis("--replicaof", "127.0.0.1", primary.port.to_s)
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
-    sleep 0.05 until redis(primary.url).call("INFO", "replication").include?("state=online") ||
-                     Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    primary, replica = replicated_pair
     client = RedisClient.config(url: primary.url, middlewares: [LosesOneCommitAnswer]).new_client
-    store = open_store(client, wait: 1)
+    store = open_store(client, wait: 1, wait_timeout: PATIENT)
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
     LosesOneCommitAnswer.armed = true
     error = assert_raises(LeaseMachines::StoreError) { renew(store) }
@@ -398,20 +415,17 @@ class StoreRedisTest < Minitest::Test
   end
 
   def test_wait_asks_the_replicas_and_a_replica_that_is_gone_raises_store_error_with_the_decision_on_the_primary
-    primary = own_redis
-    replica = own_redis("--replicaof", "127.0.0.1", primary.port.to_s)
+    primary, replica = replicated_pair
     refused = assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(replica.url) }
     assert_match(/it is a replica/, refused.message)
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
-    sleep 0.05 until redis(primary.url).call("INFO", "replication").include?("state=online") ||
-                     Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
     assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(primary.url, wait: 2) }
-    store = open_store(primary.url, wait: 1, wait_timeout: 0.2)
+    store = open_store(primary.url, wait: 1, wait_timeout: PATIENT)
     assert_equal [1, 1], store.durability.then { [_1.replicas, _1.wait] }
     assert_match(/each commit reached 1 of its 1 replicas \(WAIT\)/, store.durability.promise)
     assert_equal 1, store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0).lease.token
+    impatient = open_store(primary.url, wait: 1, wait_timeout: 0.2) # opened while the replica is connected
     replica.stop(signal: "KILL")
-    error = assert_raises(LeaseMachines::StoreError) { renew(store) }
+    error = assert_raises(LeaseMachines::StoreError) { renew(impatient) }
     assert_match(/committed on the primary, but only 0 of 1 replicas acknowledged it within 200 ms/, error.message)
     assert_equal 2, store.revision(resource: R), "the renewal is on the primary"
   end

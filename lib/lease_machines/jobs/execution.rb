@@ -22,7 +22,9 @@ module LeaseMachines
       # Asynchronous exceptions (Timeout, Thread#raise, Thread#kill) are deferred from before the grant until the
       # lease is in the hands of the ensure that releases it, and again while it is released: one landing while the
       # grant commits acts once the job is running, and the lease is still released. Only the job's own work runs
-      # interruptible.
+      # interruptible. Everything after the grant runs inside that ensure: whatever raises before the job's body (a
+      # JobLease that cannot be built, a clock's bad reading, an acquire subscriber, the renewer's thread not
+      # starting) releases the lease too, and is raised.
       def perform(job, declaration)
         configuration = Jobs.configuration
         resource = ResourceKey.resource_name(declaration.group, declaration.key.call(*job.arguments))
@@ -42,10 +44,11 @@ module LeaseMachines
           end
           conflict(job, declaration, resource, owner, decision) unless decision.granted?
 
-          lease = JobLease.new(job: job, resource: resource, lease: decision.lease, sent_at: sent,
-                               cadence: declaration.cadence, clock: configuration.clock, store_clock: store_clock,
-                               redis: redis)
+          lease = nil
           begin
+            lease = JobLease.new(job: job, resource: resource, lease: decision.lease, sent_at: sent,
+                                 cadence: declaration.cadence, clock: configuration.clock, store_clock: store_clock,
+                                 redis: redis)
             job.instance_variable_set(:@lease_machines_lease, lease)
             lease.instrument(:acquire, ttl: declaration.ttl, expires_at: lease.expires_at)
             Jobs.renewer.register(lease)
@@ -55,9 +58,7 @@ module LeaseMachines
             # which ActiveJob's handlers would look through), never retried as this job's own.
             raise LeaseBusy.new(resource: e.resource, attempts: e.attempts), cause: nil
           ensure
-            Jobs.renewer.unregister(lease)
-            lease.finish
-            release(lease, configuration)
+            finish(job, resource, decision.lease, lease, configuration)
           end
         end
       end
@@ -123,20 +124,41 @@ module LeaseMachines
 
       def same_file?(one, other) = String === one && !one.empty? && File.identical?(one, other)
 
-      # A failed release is reported, never raised over the job's own outcome: the lease then runs out after its TTL.
-      # The release event is emitted once the store is free again, so that a subscriber may perform the next job.
-      # A lease whose row an open transaction holds (the job ran inside it, and a fenced write joined it: PostgreSQL)
-      # is released once that transaction has ended: a release now would wait for it, on this very thread.
-      def release(lease, configuration)
-        if (connection = lease.holding_connection)
-          return FenceTransaction.after_transaction(connection) { release(lease, configuration) }
+      # The perform is over, however it ended: its +lease+ (nil when the JobLease was never built) is :lost for every
+      # reader and no longer renewed, and the lease the store +granted+ is released, even when the first two raised.
+      def finish(job, resource, granted, lease, configuration)
+        if lease
+          lease.finish
+          Jobs.renewer.unregister(lease)
         end
+      ensure
+        release(job, resource, granted, lease, configuration)
+      end
 
-        decision = Jobs.pool.with { lease.release(_1) }
-        lease.instrument(:release, status: decision.status, reason: decision.reason)
-      rescue StandardError => e
-        configuration.report(e, { during: "release", resource: lease.resource, token: lease.token })
-        lease.instrument(:thread_error, error: e)
+      # Gives back the lease the store +granted+ (a Lease, or a semaphore's SlotLease) with its owner and token, as the
+      # store answered them (the job's JobLease may never have been built): a stale release is refused by the
+      # authority and can never free a successor's lease. A failed release is reported, never raised over the job's
+      # own outcome: the lease then runs out after its TTL. The release event is emitted once the store is free again,
+      # so that a subscriber may perform the next job. A lease whose row an open transaction holds (the job ran inside
+      # it, and a fenced write joined it: PostgreSQL) is released once that transaction has ended: a release now
+      # would wait for it, on this very thread.
+      def release(job, resource, granted, lease, configuration)
+        request = { resource: resource, owner: granted.owner, token: granted.token }
+        request[:slot] = granted.slot if granted.respond_to?(:slot)
+        held = { job: job, slot: nil, **request }
+        begin
+          if lease && (connection = lease.holding_connection)
+            return FenceTransaction.after_transaction(connection) do
+              release(job, resource, granted, lease, configuration)
+            end
+          end
+
+          decision = Jobs.pool.with { _1.release(**request) }
+          Instrumentation.instrument(:release, **held, status: decision.status, reason: decision.reason)
+        rescue StandardError => e
+          configuration.report(e, { during: "release", resource: resource, token: granted.token })
+          Instrumentation.instrument(:thread_error, **held, error: e)
+        end
       end
     end
   end

@@ -162,10 +162,6 @@ module LeaseMachines
         @lock.synchronize { @holding&.find { FenceTransaction.holds?(_1, resource) } }
       end
 
-      # Gives the lease back through +store+ with owner and token: a stale release is refused by the authority and can
-      # never free a successor's lease. Returns the Decision (the caller emits +release+, once the store is free).
-      def release(store) = store.release(resource: resource, owner: owner, token: token, **in_slot)
-
       def instrument(event, **extra, &)
         Instrumentation.instrument(event, job: job, resource: resource, owner: owner, token: token, slot: slot, **extra,
                                           &)
