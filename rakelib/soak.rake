@@ -7,7 +7,13 @@ SOAKS = {
              "Soak the PostgreSQL store under faults: SIGKILLed workers, server crashes, a host cut off"],
   redis: ["test/store/redis_faults_test.rb", "/never_let/",
           "Soak the Redis store (its fence in PostgreSQL) under faults: SIGKILLed workers, Redis crashes with and " \
-          "without its AOF, a host cut off"]
+          "without its AOF, a host cut off"],
+  postgres_failover: ["test/store/postgresql_failover_faults_test.rb", "/never_repeat/",
+                      "Soak the PostgreSQL store under failovers to an asynchronous standby that lagged: " \
+                      "SIGKILLed workers, the primary stopped -m immediate, the standby promoted"],
+  redis_failover: ["test/store/redis_failover_faults_test.rb", "/never_repeat/",
+                   "Soak the Redis store (its fence in PostgreSQL) under replication faults: SIGKILLed workers, " \
+                   "failovers and failbacks to a replica cut off, crashes under appendfsync everysec"]
 }.freeze
 
 namespace :soak do

@@ -151,6 +151,11 @@ module FaultHistory
   # counted (+lost+), not a violation, and so are the writes refused to the holders of the leases it lost; and with
   # +locked_leases+ false (a fenced write does not lock the lease, which lives in another database) a write may
   # commit after a newer token's grant, before that token's first write: the fence's order is checked instead.
+  #
+  # For a store whose database fails over to a standby that lagged (PostgreSQL with asynchronous replication), the
+  # writes are in that database too: with +lossy_writes+, a write that returned ok before a lossy +restart+ ended (the
+  # standby stopped receiving at its start, or earlier: it lagged) may be missing from the table (counted: +writes
+  # lost+), as the grants and the fence marks it came with may be.
   class Checker
     # Seconds of slack for Float arithmetic on the server's epoch clock (one ulp near 2**31 is 2.4e-7).
     EPSILON = 1e-6
@@ -168,6 +173,7 @@ module FaultHistory
         c = counts
         lossy = c[:lossy].positive? ? " (lossy=#{c[:lossy]})" : ""
         lost = c[:lossy].positive? ? "; leases lost=#{c[:lost]}, their writes refused=#{c[:refused_after_loss]}" : ""
+        lost += ", writes lost=#{c[:writes_lost]}" if c[:writes_lost].positive?
         "faults: kills=#{c[:kills]} restarts=#{c[:restarts]}#{lossy} cuts=#{c[:cuts]}; decisions=#{c[:decisions]} " \
           "(grants=#{c[:grants]}) fenced writes=#{c[:writes]} (refused=#{c[:refused]}, unknown=#{c[:unknown]}) " \
           "stale writes refused=#{c[:stale_refused]} (by the fence=#{c[:stale_fenced]})#{lost}; " \
@@ -175,13 +181,15 @@ module FaultHistory
       end
     end
 
-    def initialize(history, leases:, fences:, writes:, floor: 0, locked_leases: true)
+    def initialize(history, leases:, fences:, writes:, floor: 0, locked_leases: true, lossy_writes: false)
       @history = history
       @leases = leases
       @fences = fences
       @writes = writes.sort_by { _1.fetch("id") }
       @floor = floor
       @locked_leases = locked_leases
+      @lossy_writes = lossy_writes
+      @writes_lost = 0
       @violations = []
       @lost = []
       @lossy = history.ops.select { _1.process == "nemesis" && _1.f == "restart" && _1["lossy"] }
@@ -274,8 +282,13 @@ module FaultHistory
       end
     end
 
-    # Whether a lossy restart began after +earlier+ was asked for and before +later+ returned.
-    def lost?(earlier, later) = @lossy.any? { _1.invoked_at.between?(earlier.invoked_at, later.completed_at) }
+    # Whether a lossy restart was under way at some moment after +earlier+ was asked for and before +later+ returned:
+    # it ended after the one and began before the other (a restart that spans a replica cut off, the old primary
+    # granting on meanwhile, loses what it granted from the cut on).
+    def lost?(earlier, later) = @lossy.any? { across?(_1, earlier.invoked_at, later.completed_at) }
+
+    # Whether the nemesis's +restart+ was under way at some moment between +from+ and +to+.
+    def across?(restart, from, to) = restart.invoked_at < to && (restart.completed_at || Float::INFINITY) > from
 
     # A lower bound of when the grant's lease ended on the server's clock: its latest expiry an ok answer gave, or
     # earlier, if it may have been released or transferred, or superseded by its owner's next grant, then: that
@@ -366,7 +379,10 @@ module FaultHistory
         end
       end
       @write_ops.select(&:ok?).each do |op|
-        violation("#{op} returned ok but is not in the table") unless rows[[op["owner"], op["seq"]]]
+        next if rows[[op["owner"], op["seq"]]]
+        next @writes_lost += 1 if @lossy_writes && @lossy.any? { (_1.completed_at || Float::INFINITY) > op.completed_at }
+
+        violation("#{op} returned ok but is not in the table")
       end
     end
 
@@ -430,7 +446,7 @@ module FaultHistory
         next false unless op.fail? && op.error == "LeaseMachines::Fenced"
 
         grant = grants[[op["resource"], op["token"]]]
-        grant && @lossy.any? { _1.invoked_at.between?(grant.invoked_at, op.invoked_at) }
+        grant && @lossy.any? { across?(_1, grant.invoked_at, op.invoked_at) }
       end
     end
 
@@ -442,7 +458,7 @@ module FaultHistory
         refused: @write_ops.count { _1.fail? && _1.error == "LeaseMachines::Fenced" },
         unknown: @history.ops.count { _1.info? && _1.process != "nemesis" }, stale_refused: stale.count(&:fail?),
         stale_fenced: stale.count { _1.error == "LeaseMachines::Fenced" }, lossy: @lossy.size, lost: @lost.uniq.size,
-        refused_after_loss: refused_after_loss
+        refused_after_loss: refused_after_loss, writes_lost: @writes_lost
       }
     end
   end

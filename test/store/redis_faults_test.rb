@@ -28,22 +28,18 @@ require "support/redis_support"
 # `bin/rake soak:redis` runs 60); the histories are kept in tmp/redis-faults-PID after a failure, or with
 # LEASE_MACHINES_SOAK_KEEP=1.
 class StoreRedisFaultsTest < Minitest::Test
-  include FaultSoak
+  include RedisFaultSoak
   include RedisStoreSupport
 
   def test_kills_redis_restarts_with_and_without_its_aof_and_a_cut_off_host_never_let_a_stale_write_land
-    @cluster = require_postgres!
-    require_redis!
-    plain_suite_only!("forks and spawns workers")
-    @dir = File.expand_path("../../tmp/redis-faults-#{Process.pid}", __dir__)
-    start_soak
+    start_redis_soak("redis-faults")
     @redis = own_redis("--appendonly", "yes", "--appendfsync", "always")
     prepare_schema
     LeaseMachines::Store.new(@redis.url, fence: @url).close # the fence's tables, before the workers race to make them
     make_host
     @crash_lock = Mutex.new
     run_soak
-    result = check
+    result = redis_check(redis(@redis.url))
     puts "\n#{result.summary}"
     assert_empty result.violations.first(20), "#{result.violations.size} violations (histories in #{@history_dir})"
     counts = result.counts
@@ -83,21 +79,5 @@ class StoreRedisFaultsTest < Minitest::Test
         @redis.start && nil
       end
     end
-  end
-
-  # The checker over the merged histories, Redis's lease hashes and token epoch (the grants since the last restart
-  # are above its floor), and PostgreSQL's tables.
-  def check
-    stop_workers
-    client = redis(@redis.url)
-    leases = RESOURCES.to_h do |resource|
-      issued = client.call("HGET", LeaseMachines::Store::Redis.key(resource, "lease"), "last_issued")
-      [resource, { "last_issued" => issued && Integer(issued) }]
-    end
-    epoch = client.call("HGET", LeaseMachines::Store::Redis.const_get(:EPOCH), "epoch")
-    floor = epoch ? Integer(epoch) << LeaseMachines::Store::Redis::EPOCH_BITS : 0
-    fences, writes = fences_and_writes
-    FaultHistory::Checker.new(FaultHistory.load(@history_dir), leases: leases, fences: fences, writes: writes,
-                                                               floor: floor, locked_leases: false).check
   end
 end

@@ -144,6 +144,16 @@ module FaultSoak
     Array.new(count) { |i| start + i * span + yield(span) }
   end
 
+  # Runs the block (a fault that takes seconds: a failover) in a thread of its own, after the one before it, so that
+  # the nemesis's kills go on meanwhile; #stop_soak and #faults_done wait for it.
+  def in_background(&fault)
+    faults_done
+    @fault = Thread.new(&fault)
+    @fault.report_on_exception = false # joined: its exception is raised there
+  end
+
+  def faults_done = @fault&.join
+
   # Asks the host's worker to hold a lease and stop, cuts its host off, heals it once the lease has expired (and
   # half a second more), lets it write with its old token for 1.5 s, then kills it and starts a new one.
   def cut_off(at, deadline)
@@ -192,6 +202,7 @@ module FaultSoak
   # Everything the soak started stopped: the nemesis's cutter, the workers, the forwarders and the host.
   def stop_soak
     @cutter&.kill
+    @fault&.kill
     stop_workers
     (@links || []).each(&:stop)
     @hosts&.destroy
@@ -263,4 +274,36 @@ module FaultSoak
   end
 
   def monotonic = FaultHistory.monotonic
+end
+
+# What the Redis store's fault soaks share (test/store/redis_faults_test.rb, redis_failover_faults_test.rb): the
+# leases in Redis, the fence and the application's table of writes in the suite's PostgreSQL.
+module RedisFaultSoak
+  include FaultSoak
+
+  private
+
+  # The soak's start: the suite's PostgreSQL, a Redis to be had, workers that fork; its files in tmp/NAME-PID.
+  def start_redis_soak(name)
+    @cluster = require_postgres!
+    require_redis!
+    plain_suite_only!("forks and spawns workers")
+    @dir = File.expand_path("../../tmp/#{name}-#{Process.pid}", __dir__)
+    start_soak
+  end
+
+  # The checker over the merged histories, the lease hashes and token epoch of the Redis primary +client+ (the
+  # grants since its epoch began are above the floor), and PostgreSQL's tables.
+  def redis_check(client)
+    stop_workers
+    leases = RESOURCES.to_h do |resource|
+      issued = client.call("HGET", LeaseMachines::Store::Redis.key(resource, "lease"), "last_issued")
+      [resource, { "last_issued" => issued && Integer(issued) }]
+    end
+    epoch = client.call("HGET", "lease_machines:token_epoch", "epoch")
+    floor = epoch ? Integer(epoch) << LeaseMachines::TOKEN_EPOCH_BITS : 0
+    fences, writes = fences_and_writes
+    FaultHistory::Checker.new(FaultHistory.load(@history_dir), leases: leases, fences: fences, writes: writes,
+                                                               floor: floor, locked_leases: false).check
+  end
 end
