@@ -182,8 +182,20 @@ module StoreInterruptSoak
   end
 end
 
+# The application's table of writes in an SQLite database: the store's own (SQLite), or its fence (Redis).
+module StoreInterruptSoak::SQLiteWrites
+  def write(db, resource, token) = db.execute("INSERT INTO writes (resource, token) VALUES (?, ?)", [resource, token])
+
+  def written_tokens(resource)
+    @store.database.execute("SELECT token FROM writes WHERE resource = ? ORDER BY id", [resource]).flatten
+  end
+
+  def idle_in_transaction? = @store.database.transaction_active?
+end
+
 class StoreInterruptTest < Minitest::Test
   include StoreInterruptSoak
+  include StoreInterruptSoak::SQLiteWrites
 
   # Interrupts are spread over about four requests.
   def requests_per_window = 4
@@ -197,14 +209,6 @@ class StoreInterruptTest < Minitest::Test
     @probe = LeaseMachines::Store.new(@path, busy_timeout: 0)
     @granted = Hash.new { |hash, key| hash[key] = [] }
   end
-
-  def write(db, resource, token) = db.execute("INSERT INTO writes (resource, token) VALUES (?, ?)", [resource, token])
-
-  def written_tokens(resource)
-    @store.database.execute("SELECT token FROM writes WHERE resource = ? ORDER BY id", [resource]).flatten
-  end
-
-  def idle_in_transaction? = @store.database.transaction_active?
 
   # Another connection writes at once: SQLite's one write lock is free.
   def assert_unlocked(round)
@@ -263,5 +267,39 @@ class StorePostgreSQLInterruptTest < Minitest::Test
     assert_equal 0, held, "round #{round}: the store's connection still holds a transaction's lock"
   rescue PG::LockNotAvailable => e
     flunk "round #{round}: a row of the store is still locked (#{e.message.lines.first.strip})"
+  end
+end
+
+require "support/redis_support"
+
+# The soak on Redis, its fence in SQLite: an interrupt that lands while a command or a commit script is on its way
+# leaves no reply unread on the client (the next request reads its own answer, never the one before it), no decision
+# half-written in Redis (a commit is one script) and no fence transaction open.
+class StoreRedisInterruptTest < Minitest::Test
+  include StoreInterruptSoak
+  include StoreInterruptSoak::SQLiteWrites
+  include RedisStoreSupport
+
+  # Interrupts are spread over about six requests: a decision is one or two round trips to a server on loopback.
+  def requests_per_window = 6
+
+  def setup
+    url = fresh_redis_url
+    @fence = File.join(scratch_dir("lease-redis-interrupts"), "app.sqlite3")
+    @store = LeaseMachines::Store.new(url, fence: @fence)
+    @store.database.execute("CREATE TABLE writes (id INTEGER PRIMARY KEY, resource TEXT, token INTEGER)")
+    @probe = LeaseMachines::Store.new(url, fence: @fence, busy_timeout: 0)
+    @granted = Hash.new { |hash, key| hash[key] = [] }
+  end
+
+  # Another store decides and writes through the fence at once (the fence's SQLite lock is free), and the
+  # interrupted store's client answers its own next command (no reply of an interrupted one left unread).
+  def assert_unlocked(round)
+    decision = @probe.acquire(resource: "probe-#{round}", owner: 1, ttl: 1.0, now: 0.0)
+    assert_equal :granted, decision.status, "round #{round}: another store could not decide at once"
+    @probe.fenced(resource: "probe-#{round}", token: decision.lease.token, now: 0.5) { nil }
+    echo = "round-#{round}"
+    assert_equal echo, @store.instance_variable_get(:@adapter).client.call("ECHO", echo),
+                 "round #{round}: the client read an earlier command's reply"
   end
 end
