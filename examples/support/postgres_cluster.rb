@@ -77,14 +77,16 @@ class PostgresCluster
   # Makes a cluster in DIR (created; the project's tmp/ is the place for it) and starts it: initdb, the settings
   # (appended to its postgresql.conf, so that a restart keeps them), pg_ctl start. +listen+: more addresses to
   # listen on than 127.0.0.1 (that exist on this machine), +trust+: networks (CIDR) whose TCP clients are trusted
-  # too (TestHosts#network). Returns self. Raises Error, with the tail of the server's log, when the server does
-  # not start.
-  def start(dir:, listen: [], trust: [])
+  # too (TestHosts#network), +env+: the server's environment beyond this process's (LD_PRELOAD of libfaketime, for a
+  # server whose clock a test steps; kept for #restart). Returns self. Raises Error, with the tail of the server's
+  # log, when the server does not start.
+  def start(dir:, listen: [], trust: [], env: {})
     raise Error, "#{self}: started already, in #{@dir}" if @dir
     reason = self.class.server_unavailable_reason
     raise Error, reason if reason
 
     @dir = File.expand_path(dir)
+    @env = env
     socket = File.join(@dir, ".s.PGSQL.65535")
     raise Error, "#{@dir}: too long for the server's Unix socket (#{socket}, over #{SOCKET_PATH_MAX} bytes)" \
       if socket.bytesize > SOCKET_PATH_MAX
@@ -210,7 +212,7 @@ class PostgresCluster
   # the log's tail.
   def launch
     _, status = capture("pg_ctl", "start", "--pgdata", data, "--log", log, "--wait", "--timeout", TIMEOUT.to_s,
-                        "--silent")
+                        "--silent", env: @env || {})
     raise Error, "#{self}: the server did not start:\n#{log_tail}" unless status.success?
 
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + TIMEOUT
@@ -254,9 +256,10 @@ class PostgresCluster
     end
   end
 
-  # Runs one of the server's tools (as the server user under root) in the cluster's directory.
-  def capture(tool, *args)
-    command = [File.join(BIN, tool), *args]
+  # Runs one of the server's tools (as the server user under root) in the cluster's directory, with +env+ beyond this
+  # process's environment (env(1): runuser keeps what it is given), for the tool and what it starts.
+  def capture(tool, *args, env: {})
+    command = [*(env.empty? ? [] : ["env", *env.map { "#{_1}=#{_2}" }]), File.join(BIN, tool), *args]
     command = ["runuser", "-u", USER, "--", *command] if root?
     Open3.capture2e(*command, chdir: @dir)
   end
