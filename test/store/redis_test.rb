@@ -116,8 +116,16 @@ class StoreRedisTest < Minitest::Test
       sent[0] = 0
       counts[name] = [decide.call, sent[0]]
     end
-    round_trips.call(:renew) { store.renew(resource: R, owner: 7, token: 1, ttl: 30.0).status }
-    round_trips.call(:refused) { store.acquire(resource: R, owner: 8, ttl: 30.0).reason }
+    # On the server's clock carried from the last answer, one round trip when the commit comes within 2 ms of it; a
+    # loaded machine may hold a request longer, and then the commit answers the row and it is two: the fewest of up
+    # to 20 tries, none more than two.
+    carried = lambda do |name, &decide|
+      tries = []
+      tries << round_trips.call(name, &decide) until tries.last&.last == 1 || tries.size == 20
+      assert_operator tries.map(&:last).max, :<=, 2, "#{name}: #{tries}"
+    end
+    carried.call(:renew) { store.renew(resource: R, owner: 7, token: 1, ttl: 30.0).status }
+    carried.call(:refused) { store.acquire(resource: R, owner: 8, ttl: 30.0).reason }
     now = store.now
     round_trips.call(:caller_now) { store.renew(resource: R, owner: 7, token: 1, ttl: 30.0, now: now).status }
     other.renew(resource: R, owner: 7, token: 1, ttl: 30.0)
@@ -127,7 +135,9 @@ class StoreRedisTest < Minitest::Test
     assert_equal({ renew: [:renewed, 1], refused: [:occupied, 1], caller_now: [:renewed, 1],
                    after_another_store: [:renewed, 2], new_resource: [:granted, 2], semaphore: [:granted, 2] }, counts,
                  "two where another store moved the row last, or this one never saw it")
-    assert_equal %i[acquired renewed refused renewed renewed renewed], store.events(resource: R).map(&:kind)
+    kinds = store.events(resource: R, limit: 1000).map(&:kind)
+    assert_equal %i[acquired renewed refused renewed], kinds.chunk_while { _1 == _2 }.map(&:first)
+    assert_equal 3, kinds.reverse.take_while { _1 == :renewed }.size, "caller_now, the other store's, and after it"
   end
 
   def test_a_clock_carried_too_far_from_the_servers_is_refused_by_the_commit_and_the_decision_is_made_again
