@@ -140,6 +140,28 @@ class StoreRedisTest < Minitest::Test
     assert_equal 3, kinds.reverse.take_while { _1 == :renewed }.size, "caller_now, the other store's, and after it"
   end
 
+  # Another writer's commit before each of this store's: every commit is refused (the stamp moved).
+  module StampMovedUnderEveryCommit
+    attr_accessor :moving
+
+    def commit(keys, args)
+      RedisClient.new(url: moving).then { _1.call("HSET", keys[0], "stamp", SecureRandom.hex(8)) && _1.close } if moving
+      super
+    end
+  end
+
+  def test_a_request_that_gave_up_leaves_no_refused_answers_instant_for_a_later_decision
+    store = open_store(busy_timeout: 0.0)
+    adapter = store.instance_variable_get(:@adapter)
+    adapter.singleton_class.prepend(StampMovedUnderEveryCommit)
+    adapter.moving = @url
+    assert_raises(LeaseMachines::StoreError) { store.acquire(resource: R, owner: 5, ttl: 10.0) }
+    adapter.moving = nil
+    sleep 1.0 # the refused answer's TIME is a second old now
+    lease = store.reacquire(resource: R, owner: 5, ttl: 0.5).lease
+    assert_operator lease.expires_at, :>, store.now, "decided on a fresh reading of TIME, not the old answer's"
+  end
+
   def test_a_clock_carried_too_far_from_the_servers_is_refused_by_the_commit_and_the_decision_is_made_again
     sent = [0]
     store = open_store(counted_client(sent))

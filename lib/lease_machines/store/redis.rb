@@ -513,9 +513,12 @@ module LeaseMachines
 
       def ended_inside?(error) = @fence ? @fence.ended_inside?(error) : false
 
-      # Forgets a request's read (and its retries); rolls back the fence's transaction if it is the store's own.
+      # A request that failed (busy_timeout, a lost connection, an interrupt) also forgets what refused commits'
+      # answers left (a row with the TIME it was read at, kept for the request's next try): a later request decides
+      # on a fresh read, never at an old instant that its commit would not check.
       def rollback_own
         @request = @deadline = nil
+        @known.delete_if { |_, known| known[3] }
         @fence ? @fence.rollback_own : false
       end
 
