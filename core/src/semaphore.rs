@@ -46,6 +46,18 @@ pub enum SlotRequest {
         /// How many owners may hold the semaphore at once, as of this request.
         limit: Limit,
     },
+    /// [`Request::Reacquire`]: an owner's own live slot below `limit` is granted again there, with a new token (a
+    /// rotation: its old token is fenced); otherwise it is decided as [`SlotRequest::Acquire`] with `limit`, so an
+    /// owner that holds no slot is refused while `limit` slots are live. With `limit` 1 it is a plain lease's
+    /// reacquire: it rotates slot 0 and never adds a holder beside another slot's.
+    Reacquire {
+        /// Who asks.
+        owner: OwnerId,
+        /// How long the lease lasts from the request's instant.
+        ttl: Duration,
+        /// How many owners may hold the semaphore at once, as of this request.
+        limit: Limit,
+    },
     /// [`Request::Renew`] on `slot`'s lease.
     Renew {
         /// The slot the lease was granted in.
@@ -148,8 +160,9 @@ impl<'a> Semaphore<'a> {
 
     /// Decides `request` at `now` under `clock_policy` (see the rules above).
     pub fn decide(&self, request: SlotRequest, now: Duration, clock_policy: ClockPolicy) -> SlotDecision {
-        let in_row = match request {
+        let mut in_row = match request {
             SlotRequest::Acquire { owner, ttl, .. } => Request::Acquire { owner, ttl },
+            SlotRequest::Reacquire { owner, ttl, .. } => Request::Reacquire { owner, ttl },
             SlotRequest::Renew { owner, token, ttl, .. } => Request::Renew { owner, token, ttl },
             SlotRequest::Release { owner, token, .. } => Request::Release { owner, token },
             SlotRequest::Revoke { token, .. } => Request::Revoke { token },
@@ -165,6 +178,13 @@ impl<'a> Semaphore<'a> {
         };
         let slot = match request {
             SlotRequest::Acquire { owner, limit, .. } => self.grant_slot(owner, limit, now),
+            SlotRequest::Reacquire { owner, ttl, limit } => {
+                let slot = self.grant_slot(owner, limit, now);
+                if slot >= limit.get() || holder(&self.row(slot)) != Some(owner) || !is_live(&self.row(slot), now) {
+                    in_row = Request::Acquire { owner, ttl }; // no own slot below the limit to rotate
+                }
+                slot
+            }
             SlotRequest::Renew { slot, .. } | SlotRequest::Release { slot, .. } | SlotRequest::Revoke { slot, .. } => {
                 slot
             }

@@ -180,6 +180,25 @@ fn a_refusal_before_the_lease_rules_is_the_rows_own() {
     assert_eq!(slots.live(1), 0);
 }
 
+#[test]
+fn a_reacquire_rotates_its_owners_own_slot_and_otherwise_waits_as_an_acquire() {
+    let mut slots = Slots::default();
+    granted(slots.acquire(1, 10, 2, 0));
+    granted(slots.acquire(2, 20, 2, 0));
+    let freed = slots.decide(SlotRequest::Release { slot: 0, owner: owner(1), token: token(1) }, s(1), CLAMP);
+    assert_eq!(freed.decision(), Decision::Released);
+    let reacquire = |who, of| SlotRequest::Reacquire { owner: owner(who), ttl: s(10), limit: limit(of) };
+    // Owner 3 holds nothing: as an acquire with a limit of 1, refused while slot 1 is live.
+    let refused = slots.decide(reacquire(3, 1), s(2), CLAMP);
+    assert_eq!((refused.slot(), refused.decision()), (1, Decision::Rejected(Rejection::Occupied)));
+    // Owner 2's slot 1 is not below a limit of 1: no rotation there, and no second slot either.
+    assert_eq!(slots.decide(reacquire(2, 1), s(2), CLAMP).decision(), Decision::Rejected(Rejection::Occupied));
+    // Below the limit, its own slot is rotated: a new token, the old one fenced.
+    let rotated = slots.decide(reacquire(2, 2), s(3), CLAMP);
+    assert_eq!(granted(rotated), (1, Lease::new(owner(2), token(2), s(13))));
+    assert_eq!(slots.decide(reacquire(3, 2), s(4), CLAMP).slot(), 0, "the free slot 0 for another owner");
+}
+
 // ---- The model ----
 
 /// One slot of the model: the tokens it issued, and its lease (owner, token, expiry in seconds).
@@ -199,6 +218,7 @@ struct Model {
 #[derive(Debug, Clone, Copy)]
 enum Op {
     Acquire { owner: u64, ttl: u64, limit: u32 },
+    Reacquire { owner: u64, ttl: u64, limit: u32 },
     Renew { slot: u32, owner: u64, token: u64, ttl: u64 },
     Release { slot: u32, owner: u64, token: u64 },
 }
@@ -230,8 +250,10 @@ impl Model {
         let live = self.live(now);
         let rejected = |rejection| Decision::Rejected(rejection);
         Some(match op {
-            Op::Acquire { owner: who, ttl, limit } => {
+            Op::Acquire { owner: who, ttl, limit } | Op::Reacquire { owner: who, ttl, limit } => {
                 let own = live.iter().copied().find(|&i| self.slots[i as usize].lease.is_some_and(|l| l.0 == who));
+                // A reacquire rotates its owner's own live slot below the limit; anything else is an acquire.
+                let rotates = matches!(op, Op::Reacquire { .. }) && own.is_some_and(|slot| slot < limit);
                 let free = (0..limit).find(|i| !live.contains(i));
                 let slot = match (own, free) {
                     (Some(slot), _) => slot,
@@ -241,7 +263,7 @@ impl Model {
                 };
                 if ttl == 0 {
                     (slot, rejected(Rejection::InvalidTtl))
-                } else if live.contains(&slot) {
+                } else if live.contains(&slot) && !rotates {
                     (slot, rejected(Rejection::Occupied))
                 } else {
                     let entry = self.slot(slot);
@@ -304,6 +326,9 @@ fn request(op: Op) -> SlotRequest {
         Op::Acquire { owner: who, ttl, limit: of } => {
             SlotRequest::Acquire { owner: owner(who), ttl: s(ttl), limit: limit(of) }
         }
+        Op::Reacquire { owner: who, ttl, limit: of } => {
+            SlotRequest::Reacquire { owner: owner(who), ttl: s(ttl), limit: limit(of) }
+        }
         Op::Renew { slot, owner: who, token: t, ttl } => {
             SlotRequest::Renew { slot, owner: owner(who), token: token(t), ttl: s(ttl) }
         }
@@ -314,6 +339,7 @@ fn request(op: Op) -> SlotRequest {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => (1..=6u64, 0..=12u64, 1..=4u32).prop_map(|(owner, ttl, limit)| Op::Acquire { owner, ttl, limit }),
+        2 => (1..=6u64, 0..=12u64, 1..=4u32).prop_map(|(owner, ttl, limit)| Op::Reacquire { owner, ttl, limit }),
         2 => (0..5u32, 1..=6u64, 1..=6u64, 0..=12u64).prop_map(|(slot, owner, token, ttl)| Op::Renew { slot, owner, token, ttl }),
         2 => (0..5u32, 1..=6u64, 1..=6u64).prop_map(|(slot, owner, token)| Op::Release { slot, owner, token }),
     ]
@@ -415,6 +441,10 @@ proptest! {
                 Op::Acquire { owner: who, ttl, .. } => (
                     SlotRequest::Acquire { owner: owner(who), ttl: s(ttl), limit: Limit::ONE },
                     Request::Acquire { owner: owner(who), ttl: s(ttl) },
+                ),
+                Op::Reacquire { owner: who, ttl, .. } => (
+                    SlotRequest::Reacquire { owner: owner(who), ttl: s(ttl), limit: Limit::ONE },
+                    Request::Reacquire { owner: owner(who), ttl: s(ttl) },
                 ),
                 Op::Renew { owner: who, token: t, ttl, .. } => (
                     SlotRequest::Renew { slot: 0, owner: owner(who), token: token(t), ttl: s(ttl) },

@@ -400,7 +400,7 @@ fn slot_arg(ruby: &Ruby, value: Value) -> Result<u32, Error> {
 /// `LeaseMachines._store_decide_slots(path, name, kind, args, now, clock_policy, rows, epoch)`: a semaphore's
 /// request decided on its slot rows (`rows[i]` slot `i`'s columns, or `nil`), each raised into the token epoch
 /// `epoch` (nil: none), as `[decision, slot, row_to_write, event, issued]` (the event's columns, see
-/// [`event_columns`]; the token issued, or `nil`), or `[:next_epoch, epoch, token]` as [`store_decide`] answers it. `kind` and `args`: `:acquire` `[owner, ttl, limit]`, `:renew`
+/// [`event_columns`]; the token issued, or `nil`), or `[:next_epoch, epoch, token]` as [`store_decide`] answers it. `kind` and `args`: `:acquire` and `:reacquire` `[owner, ttl, limit]`, `:renew`
 /// `[slot, owner, token, ttl]`, `:release` `[slot, owner, token]`, `:revoke` `[slot, token]`. A limit outside 1 to
 /// 1024 or a slot outside 0 to 1023 raises `ArgumentError`.
 #[allow(clippy::too_many_arguments)]
@@ -421,9 +421,10 @@ fn store_decide_slots(
     let arg = |index: isize| args.entry::<Value>(index);
     // The request's arguments are checked before the rows: an input fault is the caller's, whatever is stored.
     let (slot, asked) = match kind.as_str() {
-        "acquire" => {
+        "acquire" | "reacquire" => {
             let limit = limit_arg(ruby, arg(2)?)?;
-            (None, (Kind::Acquire, owner_arg(ruby, arg(0)?)?, None, seconds_arg(ruby, "ttl", arg(1)?)?, limit, false))
+            let kind = if kind == "acquire" { Kind::Acquire } else { Kind::Reacquire };
+            (None, (kind, owner_arg(ruby, arg(0)?)?, None, seconds_arg(ruby, "ttl", arg(1)?)?, limit, false))
         }
         "renew" | "release" => {
             let slot = slot_arg(ruby, arg(0)?)?;
@@ -465,6 +466,7 @@ fn store_decide_slots(
                 _ => SlotRequest::Revoke { slot, token },
             }
         }
+        (Kind::Reacquire, _) => SlotRequest::Reacquire { owner, ttl, limit },
         _ => SlotRequest::Acquire { owner, ttl, limit },
     };
     let answer = semaphore.decide(request, now, policy);

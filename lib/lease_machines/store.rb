@@ -169,8 +169,12 @@ module LeaseMachines
       decide(resource, now, :acquire, [owner, ttl, limit], slots: true)
     end
 
-    # Authority#reacquire on +resource+, durably.
-    def reacquire(resource:, owner:, ttl:, now: nil) = decide(resource, now, :reacquire, [owner, ttl])
+    # Authority#reacquire on +resource+, durably: the owner's own live lease is granted again with a new token (its
+    # old token fenced); any other owner's is decided as a plain #acquire, refused while any slot of the resource is
+    # live (a reacquire never adds a holder beside a semaphore's).
+    def reacquire(resource:, owner:, ttl:, now: nil)
+      decide(resource, now, :reacquire, [owner, ttl, 1], slots: true, plain: true)
+    end
 
     # Authority#renew on +resource+, durably; with +slot:+ (the SlotLease's), the lease in that slot of the
     # resource's semaphore, answered with a SlotLease. Raises ArgumentError for a slot out of range.

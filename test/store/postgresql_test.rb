@@ -448,6 +448,16 @@ class StorePostgreSQLTest < Minitest::Test
     assert_equal :granted, store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0).status
   end
 
+  def test_a_database_of_the_version_before_token_epochs_gets_its_history_table_or_is_refused_naming_it
+    open_store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
+    admin.exec("DROP TABLE #{@schema}.lease_machines_history") # as the version before token epochs left it
+    error = assert_raises(LeaseMachines::StoreError) { LeaseMachines::Store.new(@url, migrate: false) }
+    assert_match(/its tables \(lease_machines_history\) are missing, and this store may not write/, error.message)
+    store = open_store
+    assert_equal 2, store.acquire(resource: R, owner: 8, ttl: 30.0, now: 31.0).lease.token, "epoch 0: tokens go on"
+    assert_equal [["0"]], admin.exec("SELECT epoch FROM #{@schema}.lease_machines_history").values
+  end
+
   def test_a_lost_reply_to_commit_says_the_outcome_is_unknown_and_the_truth_is_read_next
     proxy = CommitCutter.new("127.0.0.1", @cluster.port)
     store = open_store("postgresql://postgres@127.0.0.1:#{proxy.port}/postgres?options=-csearch_path%3D#{@schema}")

@@ -51,7 +51,7 @@ module StoreSemaphoreRules
     assert_equal [0, 2], acquire(9, 1, 13.0).lease.then { [_1.slot, _1.token] }
   end
 
-  def test_a_plain_acquire_is_refused_while_any_slot_is_live_as_a_limit_of_one_is
+  def test_a_plain_acquire_or_reacquire_is_refused_while_any_slot_is_live_as_a_limit_of_one_is
     acquire(7, 2, 0.0)
     second = acquire(12, 2, 0.0, ttl: 20.0).lease
     store.release(resource: R, owner: 7, token: 1, slot: 0, now: 1.0) # slot 0 free, slot 1 live
@@ -59,10 +59,13 @@ module StoreSemaphoreRules
     assert_equal [:rejected, :occupied], [plain.status, plain.reason], "more holders than either declared"
     assert_equal :occupied, acquire(19, 1, 2.0).reason
     assert_equal :occupied, store.acquire(resource: R, owner: 12, ttl: 10.0, now: 3.0).reason, "its own slot 1 too"
+    assert_equal :occupied, store.reacquire(resource: R, owner: 19, ttl: 10.0, now: 3.0).reason, "nor by a reacquire"
     granted = store.acquire(resource: R, owner: 19, ttl: 10.0, now: second.expires_at).lease
     assert_instance_of LeaseMachines::Lease, granted, "a plain acquire answers a plain lease, in slot 0"
     assert_equal [19, 2], [granted.owner, granted.token]
     assert_equal granted, store.checkpoint(resource: R).lease
+    rotated = store.reacquire(resource: R, owner: 19, ttl: 10.0, now: second.expires_at + 1).lease
+    assert_equal [LeaseMachines::Lease, 19, 3], [rotated.class, rotated.owner, rotated.token], "its own lease rotated"
   end
 
   def test_a_limit_of_one_is_the_plain_lease_in_the_same_row

@@ -690,6 +690,10 @@ module LeaseMachines
         return @history.first if @history.first
 
         taken = [epoch ? Integer(epoch) + 1 : 0, (Integer(timeline) - 1) << TIMELINE_SHIFT].max
+        if taken << LeaseMachines::TOKEN_EPOCH_BITS > MAX_INTEGER
+          raise StoreError, "#{@name}: token epoch #{taken} (timeline #{Integer(timeline)}) would issue tokens past " \
+                            "PostgreSQL's bigint; the store's token epochs cover timelines up to 8192"
+        end
         @new_history = [taken.to_s, @history.last]
         taken
       end
@@ -898,13 +902,14 @@ module LeaseMachines
         # Tables without their format row (loaded from a schema dump, which keeps no rows) are taken over: the
         # schema's statements add what is missing.
         if found.size < COLUMNS.size || format.nil?
+          missing = COLUMNS.keys - found.keys
           unless migrate
-            refuse("#{format ? "its schema is format #{format}" : "it has no lease store tables"}, and this store " \
+            what = format ? "its tables (#{missing.join(", ")}) are missing" : "it has no lease store tables"
+            refuse("#{what}, and this store " \
                    "may not write to its schema (migrate: false): open it once with a store that may (the " \
                    "default), or run the install generator's migration")
           end
           if in_transaction?
-            missing = COLUMNS.keys - found.keys
             what = missing.empty? ? "its format row is missing" : "its tables (#{missing.join(", ")}) are missing"
             refuse("#{what} and a transaction is open on the connection: run the schema " \
                    "(LeaseMachines::Store::PostgreSQL::SCHEMA) or the install generator's migration first")

@@ -27,9 +27,10 @@ CREATE TABLE IF NOT EXISTS lease_machines_leases (
 
 -- The token epoch the store issues in, and the server's history it was taken in: one row. Tokens of epoch E are above
 -- E * 2**40 (the core's TokenEpoch). history is "SYSTEM_IDENTIFIER/TIMELINE" (pg_control_system(), and the timeline of
--- the WAL written now): a promoted standby writes a new timeline, a restored backup or a new cluster another system,
--- and the first grant in a new history moves the epoch above every one the database ever used, so that a token a
--- failover lost is never issued again. NULL history: a row written before any history was read.
+-- the WAL written now): a promoted standby or a point-in-time recovery writes a new timeline, a new cluster is
+-- another system, and the first grant in a new history moves the epoch above every one the database used, so that a
+-- token a failover lost is never issued again. A plain copy of the data directory started again is the same history:
+-- set history to '' before its first grant (README, Failover).
 CREATE TABLE IF NOT EXISTS lease_machines_history (
   id      integer PRIMARY KEY CHECK (id = 1),
   epoch   bigint  NOT NULL CHECK (epoch >= 0),
