@@ -46,7 +46,7 @@ pub use resource::{check_resource_name, ResourceNameError, MAX_RESOURCE_BYTES};
 pub use row::{LeaseRow, Request, RowDecision};
 pub use semaphore::{Limit, Semaphore, SlotDecision, SlotRequest, MAX_LIMIT};
 pub use token::FencingToken;
-pub use token_epoch::{TokenEpoch, EPOCH_BITS};
+pub use token_epoch::{TokenEpoch, EPOCH_BITS, GENERATION_BITS};
 pub use write_check::WriteCheck;
 
 #[cfg(feature = "alloc")]

@@ -7,6 +7,9 @@ use crate::{FencingToken, LeaseRow};
 /// `(E + 1) * 2^40`, about 1.1 trillion per resource.
 pub const EPOCH_BITS: u32 = 40;
 
+/// How many epochs one generation of a database's histories spans ([`TokenEpoch::first_of_generation`]): 2^10.
+pub const GENERATION_BITS: u32 = 10;
+
 /// One history of a store's database, and the tokens it issues: above [`floor`](Self::floor), at most
 /// [`last_token`](Self::last_token).
 ///
@@ -79,6 +82,34 @@ impl TokenEpoch {
     #[must_use]
     pub const fn contains(self, token: FencingToken) -> bool {
         Self::of(token).0 == self.0 && token.value() != self.0 << EPOCH_BITS
+    }
+
+    /// The epoch a store takes when it finds its database in a new history: one above `recorded` (the epoch last
+    /// recorded there, `None` for none) and no lower than the first epoch of the history's `generation`
+    /// ([`TokenEpoch::first_of_generation`]). `None` past [`TokenEpoch::LAST`].
+    #[must_use]
+    pub const fn after(recorded: Option<Self>, generation: u64) -> Option<Self> {
+        let next = match recorded {
+            Some(epoch) => epoch.next(),
+            None => Some(Self::FIRST),
+        };
+        match (next, Self::first_of_generation(generation)) {
+            (Some(next), Some(first)) => Some(if next.0 > first.0 { next } else { first }),
+            _ => None,
+        }
+    }
+
+    /// The first epoch of generation `generation` of a database's line of histories, `generation * 2^10`: a number
+    /// that rises with every history the line takes and never comes back (PostgreSQL's timeline, less one: a
+    /// promotion takes a timeline above the one it followed). So the first epoch a later generation takes is above
+    /// every epoch an earlier one took, unless that one moved through 2^10 histories of its own. `None` past
+    /// [`TokenEpoch::LAST`].
+    #[must_use]
+    pub const fn first_of_generation(generation: u64) -> Option<Self> {
+        match generation.checked_mul(1 << GENERATION_BITS) {
+            Some(number) => Self::new(number),
+            None => None,
+        }
     }
 
     /// Whether `token` is an epoch's floor, `E * 2^40` for `E` from 1: the token after an epoch's last, which no

@@ -9,7 +9,7 @@ use core::time::Duration;
 
 use lease_machines::{
     Checkpoint, ClockPolicy, Decision, Fence, FencingToken, LeaseRow, OwnerId, Rejection, Request, TokenEpoch,
-    WriteCheck, EPOCH_BITS,
+    WriteCheck, EPOCH_BITS, GENERATION_BITS,
 };
 use proptest::prelude::*;
 
@@ -115,6 +115,16 @@ fn a_row_already_in_a_later_epoch_goes_on_issuing_its_own_tokens() {
 }
 
 #[test]
+fn a_new_history_takes_one_epoch_above_the_recorded_one_and_no_lower_than_its_generations_first() {
+    assert_eq!(TokenEpoch::after(None, 0), Some(TokenEpoch::FIRST), "a database that never recorded one");
+    assert_eq!(TokenEpoch::after(Some(epoch(4)), 0), Some(epoch(5)));
+    assert_eq!(TokenEpoch::after(Some(epoch(4)), 1), Some(epoch(1 << GENERATION_BITS)));
+    assert_eq!(TokenEpoch::after(Some(epoch((1 << GENERATION_BITS) + 3)), 1), Some(epoch((1 << GENERATION_BITS) + 4)));
+    assert_eq!(TokenEpoch::after(Some(TokenEpoch::LAST), 0), None, "epochs never wrap");
+    assert_eq!(TokenEpoch::first_of_generation(u64::MAX), None);
+}
+
+#[test]
 fn epochs_end_at_the_last_token_and_never_wrap() {
     assert_eq!(TokenEpoch::LAST.last_token(), FencingToken::LAST);
     assert_eq!(TokenEpoch::LAST.next(), None);
@@ -150,6 +160,33 @@ fn step() -> impl Strategy<Value = Step> {
 
 proptest! {
     #![proptest_config(support::model_config("proptest-regressions/token_epoch_rules.txt"))]
+
+    /// Along a line of histories whose generations rise (a promotion's timeline above the one it followed), an epoch
+    /// taken in a later generation is above every epoch an earlier one took, whatever its own copy of the record
+    /// missed (a standby that never received the last move), as long as no generation moved through 2^10 histories.
+    #[test]
+    fn a_later_generation_takes_an_epoch_above_every_earlier_ones(moves in proptest::collection::vec((0..3u64, 0..4usize), 1..40)) {
+        let mut generation = 0u64;
+        let mut taken: Vec<(u64, TokenEpoch)> = Vec::new(); // every epoch taken, with its generation
+        let mut recorded: Option<TokenEpoch> = None;
+        for (rise, lag) in moves {
+            generation += rise;
+            // The record this history starts from: the latest, or one a few moves behind (lost in a failover).
+            let known = taken.len().saturating_sub(lag);
+            let base = if lag == 0 { recorded } else { taken.get(known.wrapping_sub(1)).map(|(_, e)| *e) };
+            let next = TokenEpoch::after(base, generation).expect("epochs left");
+            for (earlier, epoch) in &taken {
+                if *earlier < generation {
+                    prop_assert!(next > *epoch, "{next:?} in generation {generation} not above {epoch:?} of {earlier}");
+                }
+            }
+            if base == recorded {
+                prop_assert!(recorded.is_none_or(|recorded| next > recorded));
+            }
+            taken.push((generation, next));
+            recorded = Some(next);
+        }
+    }
 
     /// Every token is issued once, in rising order, through every loss; every token a past holder carries is refused
     /// by the fence once a later grant was made or its row was lost; the rows raised are ones `from_parts` accepts.

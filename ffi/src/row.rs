@@ -16,7 +16,9 @@ use lease_machines::{
 };
 use magnus::{prelude::*, Error, ExceptionClass, Integer, IntoValue, RArray, RModule, Ruby, Symbol, Value};
 
-use crate::convert::{instant, never_current, on_grid, optional_token_arg, owner_arg, seconds_arg, token_arg, u64_arg};
+use crate::convert::{
+    instant, never_current, on_grid, optional, optional_token_arg, owner_arg, seconds_arg, token_arg, u64_arg,
+};
 use crate::data::{self, LEASE};
 use crate::helpers::shown;
 use crate::symbols::{Status, SymbolEnum, WriteVerdict};
@@ -547,6 +549,23 @@ fn store_check_write(
     }
 }
 
+/// `LeaseMachines._token_epoch_after(recorded, generation)`: the token epoch a store takes when it finds its database
+/// in a new history ([`TokenEpoch::after`]): one above `recorded` (an Integer, or `nil` for none) and no lower than
+/// the first of `generation` (an Integer: PostgreSQL's timeline less one). Raises `StoreError` when no epoch is left,
+/// `TypeError` or `RangeError` for an argument that is not an Integer in 0..2**64-1.
+fn token_epoch_after(ruby: &Ruby, recorded: Value, generation: Value) -> Result<u64, Error> {
+    let generation = u64_arg(ruby, "generation", generation)?;
+    let recorded = optional(recorded, |value| u64_arg(ruby, "recorded", value))?;
+    let epoch = match recorded {
+        None => TokenEpoch::after(None, generation),
+        Some(number) => TokenEpoch::new(number).and_then(|epoch| TokenEpoch::after(Some(epoch), generation)),
+    };
+    epoch.map(TokenEpoch::number).ok_or_else(|| {
+        let after = recorded.map_or_else(|| "none".to_owned(), |number| number.to_string());
+        store_error(ruby, format!("no token epoch is left after epoch {after} in generation {generation}"))
+    })
+}
+
 /// The resource name as text, for a message.
 fn resource_text(name: Value) -> String {
     String::try_convert(name).unwrap_or_else(|_| shown(name))
@@ -572,5 +591,6 @@ pub fn define(module: RModule) -> Result<(), Error> {
     module.const_set("TOKEN_EPOCH_BITS", lease_machines::EPOCH_BITS)?;
     singleton.define_private_method("_store_check_write", magnus::function!(store_check_write, 7))?;
     singleton.define_private_method("_store_checkpoint", magnus::function!(store_checkpoint, 3))?;
+    singleton.define_private_method("_token_epoch_after", magnus::function!(token_epoch_after, 2))?;
     Ok(())
 }

@@ -175,10 +175,6 @@ module LeaseMachines
       WRITE_HISTORY_LITERAL = "INSERT INTO lease_machines_history (id, epoch, history) VALUES (1, %s, %s) " \
                               "ON CONFLICT (id) DO UPDATE SET epoch = GREATEST(lease_machines_history.epoch, " \
                               "excluded.epoch), history = excluded.history"
-      # Each timeline's first epoch is at least (timeline - 1) * 2**TIMELINE_SHIFT: PostgreSQL gives a promoted standby
-      # a timeline above the one it followed (above every one in a shared WAL archive), so an epoch taken after a
-      # promotion is above one its old primary took (after its own promotion) but never replicated.
-      TIMELINE_SHIFT = 10
       # Serializes two processes creating the schema at once (a transaction-scoped lock: no session state).
       CREATE_LOCK = "SELECT pg_advisory_xact_lock(7311201726481923)"
       private_constant :URL, :KEYWORDS, :PAIR, :KEYWORD_STRING, :NAMING, :SECRETS, :COLUMNS, :READ_COLUMNS,
@@ -190,7 +186,7 @@ module LeaseMachines
                        :WRITE_SLOT_FENCE, :EVENT_COLUMNS, :LOG_EVENT_LITERAL, :READ_EVENTS, :READ_RESOURCE_EVENTS,
                        :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES, :READ_LATEST_EVENTS,
                        :READ_LATEST_RESOURCE_EVENTS,
-                       :COUNT_LEASES, :EPOCH_READ, :SYSTEM, :WRITE_HISTORY_LITERAL, :TIMELINE_SHIFT
+                       :COUNT_LEASES, :EPOCH_READ, :SYSTEM, :WRITE_HISTORY_LITERAL
       # How long the server lets a decision's transaction sit idle between its two round trips before it ends the
       # session: a process frozen there (SIGSTOP, a VM paused, a GC pause of seconds) would otherwise hold the
       # resource's row lock, and every other process's request on it would wait for it to wake. The decision then
@@ -680,8 +676,10 @@ module LeaseMachines
       # The token epoch a request decides (or a fenced write is checked) in, from EPOCH_READ's +result+ and the
       # server's +system+ identifier: the recorded epoch when it was taken in the server's history as it is now
       # ("SYSTEM/TIMELINE"); else the epoch a first grant in this history takes, one above the recorded one and at
-      # least its timeline's first (TIMELINE_SHIFT), kept in @new_history for that grant's commit. No row and timeline
-      # 1: epoch 0, as a database that never failed over issues 1, 2, 3, ...
+      # least its timeline's first (the core's TokenEpoch.after, the timeline less one as its generation: an epoch
+      # taken after a promotion is above one its old primary took after its own promotion but never replicated),
+      # kept in @new_history for that grant's commit. No row and timeline 1: epoch 0, as a database that never
+      # failed over issues 1, 2, 3, ...
       def epoch_of(result, system)
         epoch, history, timeline = result.values.first
         now = "#{system}/#{format("%08X", Integer(timeline))}"
@@ -689,7 +687,7 @@ module LeaseMachines
         @new_history = nil
         return @history.first if @history.first
 
-        taken = [epoch ? Integer(epoch) + 1 : 0, (Integer(timeline) - 1) << TIMELINE_SHIFT].max
+        taken = LeaseMachines.__send__(:_token_epoch_after, epoch && Integer(epoch), Integer(timeline) - 1)
         if taken << LeaseMachines::TOKEN_EPOCH_BITS > MAX_INTEGER
           raise StoreError, "#{@name}: token epoch #{taken} (timeline #{Integer(timeline)}) would issue tokens past " \
                             "PostgreSQL's bigint; the store's token epochs cover timelines up to 8192"
