@@ -192,7 +192,7 @@ module Bench
 
       # Every request reads under its WATCH: none starts from what the last commit left, or from a refused one's.
       def remembered(_resource) = nil
-      def remember(*) = nil
+      def remember(*, **) = nil
 
       def read(keys, fields)
         @events = keys[0].sub(/:lease\z/, ":events")
