@@ -117,7 +117,34 @@ module LeaseMachines
         raise StoreError, "cannot open the lease store at #{adapter.describe(database)}: #{adapter.message(e)}"
       end
       @adapter.retain_events(per_lease: keep_events, max_age: events_max_age.to_f)
+      options = { busy_timeout: busy_timeout, clock: clock, clock_policy: clock_policy, keep_events: keep_events,
+                  events_max_age: events_max_age, migrate: migrate, **redis_options }
+      @reopen = [database, options].freeze if Store.named?(database) && Store.named?(redis_options.fetch(:fence, ""))
     end
+
+    # Whether +database+ names a database (a path or URL), rather than being an open connection.
+    def self.named?(database) = String === database || (defined?(Pathname) ? Pathname === database : false)
+
+    # Whether #reopen can open this store again: it opened its own connections, from a path or a URL (and its fence
+    # too, for a Redis store), rather than being given an open connection.
+    def reopenable? = !@reopen.nil?
+
+    # A new Store on the same database with the same options, on connections of its own: what a forked child uses
+    # in place of one its parent opened (the way ActiveRecord reconnects after fork). Raises StoreError for a store
+    # given an open connection (the application's, whose own reconnection is the application's), and whatever
+    # Store.new raises.
+    def reopen
+      unless @reopen
+        raise StoreError, "#{path}: this Store is on a connection the application gave it, which cannot be opened " \
+                          "again; give a path or URL, or a factory (-> { LeaseMachines::Store.new(...) })"
+      end
+
+      database, options = @reopen
+      Store.new(database, **options)
+    end
+
+    # What names the store, never a password (the arguments it may be opened again with are not shown).
+    def inspect = "#<#{self.class.name} #{path}>"
 
     # Checks the event log's retention (see Store.new): TypeError or ArgumentError.
     def self.retention!(keep_events, events_max_age)

@@ -296,18 +296,17 @@ class ActiveJobDeclarationTest < Minitest::Test
     assert_empty @stores, "no store was opened: the given one is used"
   end
 
-  def test_a_store_given_as_is_is_refused_in_a_forked_child
-    plain_suite_only!("a forked child process")
-    LeaseMachines::Jobs.store = other_store
-    job = job_class(:ForkedJob) do
+  # What a job class of +name+ performs in a forked child (Solid Queue's workers, Puma's): its lease's token, or the
+  # StoreError's message.
+  def performed_in_a_forked_child(name)
+    job = job_class(name) do
       holds_lease key: ->(k) { k }, ttl: 30.0
-      def perform(_k) = nil
+      def perform(_k) = lease.token
     end
     reader, writer = IO.pipe
     pid = fork do
       reader.close
-      job.perform_now("acme")
-      writer.puts "performed"
+      writer.puts "token #{job.perform_now("acme")}"
     rescue LeaseMachines::StoreError => e
       writer.puts e.message
     ensure
@@ -315,10 +314,30 @@ class ActiveJobDeclarationTest < Minitest::Test
     end
     writer.close
     Process.wait(pid)
-
-    assert_match(/opened before fork and its connection is the parent's; set .* to a factory/, reader.read)
-    assert_nil other_store.checkpoint(resource: "#{job.name}:acme").lease
+    [job, reader.read]
   ensure
     reader&.close
+  end
+
+  def test_a_store_given_as_is_is_opened_again_in_a_forked_child_as_activerecord_reconnects
+    plain_suite_only!("a forked child process")
+    LeaseMachines::Jobs.store = other_store
+    job, said = performed_in_a_forked_child(:ForkedJob)
+    assert_equal "token 1\n", said, "the child's own connection, opened from the same path"
+    resource = "#{job.name}:acme"
+    assert_equal %i[acquired released], other_store.events(resource: resource).map(&:kind)
+    assert_equal 2, other_store.acquire(resource: resource, owner: 1, ttl: 30.0).lease.token, "the parent's still works"
+  end
+
+  def test_a_store_on_a_connection_the_application_gave_is_refused_in_a_forked_child
+    plain_suite_only!("a forked child process")
+    given = LeaseMachines::Store.new(SQLite3::Database.new(path), clock: clock.to_proc)
+    LeaseMachines::Jobs.store = given
+    job, said = performed_in_a_forked_child(:ForkedOnGivenJob)
+    assert_match(/opened before fork on a connection the application gave it, which is the parent's; set .* to a factory/,
+                 said)
+    assert_nil given.checkpoint(resource: "#{job.name}:acme").lease
+  ensure
+    given&.database&.close
   end
 end

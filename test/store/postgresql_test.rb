@@ -448,6 +448,16 @@ class StorePostgreSQLTest < Minitest::Test
     assert_equal :granted, store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0).status
   end
 
+  def test_a_store_opened_again_keeps_its_url_and_never_shows_its_password
+    url = @url.sub("postgres@", "postgres:hunter2-secret@")
+    store = open_store(url)
+    again = store.reopen.tap { @stores << _1 }
+    refute_equal store.database.backend_pid, again.database.backend_pid, "a connection of its own"
+    again.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
+    assert_equal 1, store.checkpoint(resource: R).last_issued, "the same database"
+    [store, again].each { refute_includes _1.inspect, "hunter2" }
+  end
+
   def test_a_database_of_the_version_before_token_epochs_gets_its_history_table_or_is_refused_naming_it
     open_store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0)
     admin.exec("DROP TABLE #{@schema}.lease_machines_history") # as the version before token epochs left it

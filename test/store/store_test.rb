@@ -36,6 +36,28 @@ class StoreTest < Minitest::Test
     other.close
   end
 
+  def test_reopen_opens_the_same_database_with_the_same_options_on_a_connection_of_its_own
+    clock = -> { 50.0 }
+    store = LeaseMachines::Store.new(Pathname(@path), clock: clock, keep_events: 2, busy_timeout: 0.25)
+    store.acquire(resource: R, owner: 7, ttl: 30.0)
+    assert_predicate store, :reopenable?
+    again = store.reopen
+    refute_same store.database, again.database
+    assert_same clock, again.clock
+    3.times { again.renew(resource: R, owner: 7, token: 1, ttl: 30.0) }
+    assert_equal 2, again.events(resource: R).size, "keep_events: 2, as the store was opened"
+    assert_equal "#<LeaseMachines::Store #{@path}>", again.inspect, "the options are not shown"
+    store.close
+    assert_equal :renewed, again.renew(resource: R, owner: 7, token: 1, ttl: 30.0).status, "closing one leaves the other"
+    again.close
+    given = LeaseMachines::Store.new(SQLite3::Database.new(@path))
+    refute_predicate given, :reopenable?
+    error = assert_raises(LeaseMachines::StoreError) { given.reopen }
+    assert_match(/on a connection the application gave it, which cannot be opened again/, error.message)
+  ensure
+    given&.database&.close
+  end
+
   def test_each_request_makes_one_native_decision_call
     @store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)
     assert_equal %i[_resource_name _store_decide],

@@ -43,6 +43,29 @@ class ConfigurationTest < Minitest::Test
     assert_nil @store.resources.first.lease_at(@time)
   end
 
+  def test_a_store_given_as_is_is_opened_again_in_a_forked_server_process
+    plain_suite_only!("a forked child process")
+    grant("nightly-report", 7)
+    dashboard = Rack::Lint.new(Web.new(store: @store))
+    get = -> { Rack::MockRequest.new(dashboard).get("/metrics").body[/^lease_machines_resources \d+$/] }
+    assert_equal "lease_machines_resources 1", get.call # opened in this process first, as a preforking server does
+    reader, writer = IO.pipe
+    pid = fork do
+      reader.close
+      writer.puts get.call
+    rescue StandardError => e
+      writer.puts "#{e.class}: #{e.message}"
+    ensure
+      exit!(0)
+    end
+    writer.close
+    Process.wait(pid)
+    assert_equal "lease_machines_resources 1\n", reader.read, "the child read through a connection of its own"
+    assert_equal "lease_machines_resources 1", get.call, "and the parent's still works"
+  ensure
+    reader&.close
+  end
+
   def test_configure_again_rebuilds_the_app
     path = @path
     Web.configure { |config| config.store = -> { LeaseMachines::Store.new(path) } }

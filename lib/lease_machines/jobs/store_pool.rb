@@ -5,9 +5,10 @@ module LeaseMachines
     # Every Store the jobs use, in two kinds:
     #
     # - The lease store's (+with+): the configured store, to one request at a time. A Store given as is is one
-    #   connection, shared behind a Mutex (Store allows one request at a time), and only in the process that
-    #   configured it. A factory opens one Store per thread (and one for the renewer), and new ones in a forked child:
-    #   a SQLite connection must not cross a fork.
+    #   connection, shared behind a Mutex (Store allows one request at a time), in the process that configured it; in
+    #   a forked child (Solid Queue's workers, Puma's, ...) it is opened again (Store#reopen), one per thread, as a
+    #   factory is. A factory opens one Store per thread (and one for the renewer), and new ones in a forked child: a
+    #   SQLite connection must not cross a fork.
     # - The fence's (+fence_store+): a Store on an ActiveRecord connection's own driver connection, for the fenced
     #   writes made on it, kept on that driver connection so that it lives exactly as long as it. For a lease store
     #   on Redis, that Store is on Redis too, with a client of its own, and the driver connection as its fence.
@@ -29,12 +30,15 @@ module LeaseMachines
         source = @configuration.store or
           raise ArgumentError, "no lease store: set LeaseMachines::Jobs.store = LeaseMachines::Store.new(path)"
         return yield store_for(own || Thread.current, source) unless source.is_a?(Store)
+        return @lock.synchronize { yield source } if @configured_in == Process.pid
 
-        if @configured_in != Process.pid
-          raise StoreError, "#{source.path}: this Store was opened before fork and its connection is the parent's; " \
-                            "set LeaseMachines::Jobs.store to a factory (-> { LeaseMachines::Store.new(path) })"
+        # Opened before fork: its connection is the parent's. The child opens its own, per thread, as a factory would.
+        unless source.reopenable?
+          raise StoreError, "#{source.path}: this Store was opened before fork on a connection the application gave " \
+                            "it, which is the parent's; set LeaseMachines::Jobs.store to a factory " \
+                            "(-> { LeaseMachines::Store.new(...) })"
         end
-        @lock.synchronize { yield source }
+        yield store_for(own || Thread.current, source.method(:reopen))
       end
 
       # Closes every store the factory opened: the configuration changes.

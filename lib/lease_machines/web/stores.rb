@@ -5,7 +5,8 @@ module LeaseMachines
     # Where a request's store comes from, as the source says:
     #
     # - a Store: one connection, taken by one request at a time behind a Mutex (a Store must be used by one thread at
-    #   a time), and only in the process that opened it (a connection must not cross a fork);
+    #   a time), in the process that opened it; a forked child opens it again (Store#reopen), one per server thread
+    #   (a connection must not cross a fork);
     # - a factory (anything with +call+): one Store per server thread, opened at the thread's first request and
     #   closed once the thread has finished (at the next opening) or by #close; a forked child opens its own;
     # - LeaseMachines::Jobs.pool (the default in a Rails application): the jobs' own stores, one request at a time.
@@ -23,13 +24,16 @@ module LeaseMachines
       # open one or a shared Store crossed a fork, TypeError when the factory returns something else than a Store.
       def with(&)
         return @source.with(&) if Stores.pool?(@source)
-        return yield thread_store unless Store === @source
+        return yield thread_store(@source) unless Store === @source
+        return @lock.synchronize { yield @source } if @opened_in == Process.pid
 
-        if @opened_in != Process.pid
-          raise StoreError, "#{@source.path}: this Store was opened before fork and its connection is the parent's; " \
-                            "give the dashboard a factory (-> { LeaseMachines::Store.new(path) }) instead"
+        # Opened before fork (a preforking server): the child opens its own, per thread, as a factory would.
+        unless @source.reopenable?
+          raise StoreError, "#{@source.path}: this Store was opened before fork on a connection the application " \
+                            "gave it, which is the parent's; give the dashboard a factory " \
+                            "(-> { LeaseMachines::Store.new(...) }) instead"
         end
-        @lock.synchronize { yield @source }
+        yield thread_store(@source.method(:reopen))
       end
 
       # Closes every store the factory opened (none for a Store or the jobs' pool, which their owners close).
@@ -44,12 +48,13 @@ module LeaseMachines
 
       private
 
-      def thread_store
+      # This thread's store from +factory+, opened at its first request.
+      def thread_store(factory)
         @lock.synchronize do
           forget_parents if @pid != Process.pid
           @opened.fetch(Thread.current) do
             close_finished
-            @opened[Thread.current] = opened(@source.call)
+            @opened[Thread.current] = opened(factory.call)
           end
         end
       end
