@@ -380,7 +380,8 @@ module FaultHistory
       end
       @write_ops.select(&:ok?).each do |op|
         next if rows[[op["owner"], op["seq"]]]
-        next @writes_lost += 1 if @lossy_writes && @lossy.any? { (_1.completed_at || Float::INFINITY) > op.completed_at }
+        lost = @lossy_writes && @lossy.any? { (_1.completed_at || Float::INFINITY) > op.completed_at }
+        next @writes_lost += 1 if lost
 
         violation("#{op} returned ok but is not in the table")
       end

@@ -178,8 +178,8 @@ module LeaseMachines
       # event's id, TIME};
       # when a check failed, {"moved", the stamp, the row of KEYS[1] (COLUMNS), the epoch, TIME}, the resource as it
       # is now, to be decided again; {"epoch"} when the epoch read is still there but was set in another history of
-      # the server (HISTORY: another process, or since a promotion). Nothing is written but for the first answer. Every key's type is read before the first
-      # write, so a foreign key fails the script before it wrote anything.
+      # the server (HISTORY: another process, or since a promotion). Nothing is written but for the first answer.
+      # Every key's type is read before the first write, so a foreign key fails the script before it wrote anything.
       COMMIT = <<~LUA
         #{HISTORY}
         local stamp = redis.call('HGET', KEYS[1], 'stamp') or ''
@@ -256,7 +256,8 @@ module LeaseMachines
         return 1
       LUA
       private_constant :URL, :PREFIX, :INDEX, :EVENT_IDS, :COLUMNS, :FLOAT_COLUMNS, :EVENT_FIELDS, :EVENT_INTEGERS,
-                       :EVENT_FLOATS, :BATCH, :FENCE_LOCK, :HISTORY, :COMMIT, :FENCE_READ, :TIER_PROMISES, :EPOCH, :SET_EPOCH,
+                       :EVENT_FLOATS, :BATCH, :FENCE_LOCK, :HISTORY, :COMMIT, :FENCE_READ, :TIER_PROMISES, :EPOCH,
+                       :SET_EPOCH,
                        :CARRIED_CLOCK_US, :KNOWN, :STAMP
 
       # What the server promises of a committed decision, read when the store opened: +tier+ (one of TIERS),
@@ -497,8 +498,8 @@ module LeaseMachines
         _, highest, = @fence.open_fence(resource, savepoint: savepoint, clock: false, slot: slot)
         highest = locked_mark(resource, slot) if PostgreSQL === @fence
         key, fields = slot.zero? ? ["lease", COLUMNS] : ["slots", COLUMNS.map { "#{slot}:#{_1}" }]
-        *values, epoch, same_history, seconds, microseconds = fetch("EVAL", FENCE_READ, 2, self.class.key(resource, key),
-                                                                    EPOCH, *fields)
+        *values, epoch, same_history, seconds, microseconds =
+          fetch("EVAL", FENCE_READ, 2, self.class.key(resource, key), EPOCH, *fields)
         clock_read(seconds, microseconds)
         [row_of(values), highest, clock ? clock_seconds : nil, checked_epoch(epoch, same_history == 1)]
       end
@@ -813,7 +814,8 @@ module LeaseMachines
       # The epoch the fence's database last committed, or nil.
       def fence_epoch
         sql = "SELECT epoch FROM lease_machines_token_epochs WHERE id = 1"
-        value = PostgreSQL === @fence ? @fence.connection.exec(sql).values.dig(0, 0) : @fence.connection.execute(sql).dig(0, 0)
+        connection = @fence.connection
+        value = PostgreSQL === @fence ? connection.exec(sql).values.dig(0, 0) : connection.execute(sql).dig(0, 0)
         value&.then { Integer(_1) }
       end
 
