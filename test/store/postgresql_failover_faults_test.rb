@@ -40,12 +40,13 @@ class StorePostgreSQLFailoverFaultsTest < Minitest::Test
     assert_empty result.violations.first(20), "#{result.violations.size} violations (histories in #{@history_dir})"
     assert_soaked(result.counts)
     assert_operator result.counts[:lossy], :>=, 1, "the nemesis failed the database over"
-    FileUtils.rm_rf(@dir) unless ENV["LEASE_MACHINES_SOAK_KEEP"] == "1"
+    passed = ENV["LEASE_MACHINES_SOAK_KEEP"] != "1"
   ensure
     @link&.stop
     stop_soak
     drop_schema
-    (@clusters || []).each(&:destroy)
+    (@clusters || []).each(&:destroy) # before their directories, which are under @dir, go
+    FileUtils.rm_rf(@dir) if passed
   end
 
   private
