@@ -216,10 +216,7 @@ impl LeaseRow {
         clock_policy: ClockPolicy,
     ) -> Result<RowDecision, TokenEpoch> {
         let answer = self.in_epoch(epoch).decide(request, now, clock_policy);
-        match answer.issued() {
-            Some(token) if TokenEpoch::is_floor(token) => Err(TokenEpoch::of(token)),
-            _ => Ok(answer),
-        }
+        TokenEpoch::opened_by(answer.issued()).map_or(Ok(answer), Err)
     }
 
     /// Checks a write carrying `token` at `now` against this row and `fence`, the mark earlier writes left:

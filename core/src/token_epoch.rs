@@ -112,6 +112,17 @@ impl TokenEpoch {
         }
     }
 
+    /// The epoch a decision that issued `issued` would open, when that token is an epoch's floor
+    /// ([`TokenEpoch::is_floor`]): the store must not commit it, and moves to that epoch first. `None` when it issued
+    /// none, or one that opens nothing.
+    #[must_use]
+    pub const fn opened_by(issued: Option<FencingToken>) -> Option<Self> {
+        match issued {
+            Some(token) if Self::is_floor(token) => Some(Self::of(token)),
+            _ => None,
+        }
+    }
+
     /// Whether `token` is an epoch's floor, `E * 2^40` for `E` from 1: the token after an epoch's last, which no
     /// epoch issues. A decision that would issue it must not commit: the store moves to the epoch it opens
     /// ([`TokenEpoch::of`]) and decides again, above that epoch's floor.

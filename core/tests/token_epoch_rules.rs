@@ -100,6 +100,9 @@ fn a_grant_past_the_epochs_last_token_is_not_decided_in_it() {
     assert_eq!(full.decide_in(first, request, s(1), CLAMP), Err(epoch(1)), "the token after it opens epoch 1");
     assert!(TokenEpoch::is_floor(token(1 << EPOCH_BITS)));
     assert!(!TokenEpoch::is_floor(token((1 << EPOCH_BITS) + 1)));
+    assert_eq!(TokenEpoch::opened_by(Some(token(1 << EPOCH_BITS))), Some(epoch(1)));
+    assert_eq!(TokenEpoch::opened_by(Some(token(2))), None);
+    assert_eq!(TokenEpoch::opened_by(None), None);
     let (next, _) = granted(&full, epoch(1), B, s(1));
     assert_eq!(next, token((1 << EPOCH_BITS) + 1));
     // A refusal issues nothing and is decided in any epoch.

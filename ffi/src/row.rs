@@ -472,8 +472,8 @@ fn store_decide_slots(
         _ => SlotRequest::Acquire { owner, ttl, limit },
     };
     let answer = semaphore.decide(request, now, policy);
-    if let Some(token) = answer.issued().filter(|token| epoch.is_some() && TokenEpoch::is_floor(*token)) {
-        return Ok(next_epoch(ruby, TokenEpoch::of(token)));
+    if let Some(opened) = epoch.and(TokenEpoch::opened_by(answer.issued())) {
+        return Ok(next_epoch(ruby, opened));
     }
     let (decision, write) = shown_answer(ruby, answer.decision(), answer.write(), false)?;
     let asked = Asked { kind, owner, token, new_owner: owner, ttl, current };

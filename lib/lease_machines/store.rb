@@ -459,9 +459,13 @@ module LeaseMachines
                                               @clock_policy, epoch)
                      end
             if answer.first == :next_epoch # the token would open the next epoch: nothing is written
-              closed = storage { next_epoch(name, *answer.drop(1)) }
+              closed = storage { next_epoch(name, answer[1], answer[2]) }
             else
-              decision, slot, write, event, issued = slots ? answer : answer.dup.insert(1, nil)
+              if slots
+                decision, slot, write, event, issued = answer
+              else
+                decision, write, event, issued = answer
+              end
               fits!(write) if write
               logged!(event)
               closed = storage { close_rows(name, slots, slot, write, event, issued) }
@@ -487,7 +491,7 @@ module LeaseMachines
     # A decision whose token would be the floor of token epoch +opened+ (the token after an epoch's last): the adapter
     # moves to that epoch (CONFLICT: decided again in it), or StoreError when its floor does not fit the database.
     def next_epoch(name, opened, floor)
-      fits!([nil, nil, nil, floor, nil, nil])
+      fit!("token", floor)
       @adapter.next_epoch(name, opened)
     end
 
@@ -594,12 +598,16 @@ module LeaseMachines
 
     # Refuses a row the database's signed 64-bit integers cannot hold (a token or revision above MAX_TOKEN).
     def fits!(write)
-      token, last_issued, revision = write[1], write[3], write[5]
-      [["token", token], ["token", last_issued], ["revision", revision]].each do |what, value|
-        next if value.nil? || value <= MAX_TOKEN
+      fit!("token", write[1])
+      fit!("token", write[3])
+      fit!("revision", write[5])
+    end
 
-        raise StoreError, "#{what} #{value} does not fit the database's signed 64-bit integers (max #{MAX_TOKEN})"
-      end
+    # Refuses +value+ (a +what+, or nil) above MAX_TOKEN.
+    def fit!(what, value)
+      return if value.nil? || value <= MAX_TOKEN
+
+      raise StoreError, "#{what} #{value} does not fit the database's signed 64-bit integers (max #{MAX_TOKEN})"
     end
 
     # Runs one of the store's own storage operations; the database driver's errors become StoreError (with the

@@ -382,7 +382,7 @@ module LeaseMachines
         raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
 
         statements = []
-        statements << format(WRITE_HISTORY_LITERAL, *@new_history) if issued && @new_history
+        statements << format(WRITE_HISTORY_LITERAL, @new_epoch.to_s, @history_literal) if issued && @new_epoch
         statements << (slot.zero? ? write_literal(name, row) : write_slot_literal(name, slot, row)) if row
         statements << event_literal(name, slot, event)
         finish { simple(statements << "COMMIT") }
@@ -400,8 +400,8 @@ module LeaseMachines
         @request = nil
         raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless request == resource
 
-        epoch = [opened, @new_history ? Integer(@new_history.first) : 0].max
-        finish { simple([format(WRITE_HISTORY_LITERAL, epoch.to_s, @history.last), "COMMIT"]) }
+        epoch = [opened, @new_epoch || 0].max
+        finish { simple([format(WRITE_HISTORY_LITERAL, epoch.to_s, @history_literal), "COMMIT"]) }
         CONFLICT
       end
 
@@ -678,22 +678,21 @@ module LeaseMachines
       # ("SYSTEM/TIMELINE"); else the epoch a first grant in this history takes, one above the recorded one and at
       # least its timeline's first (the core's TokenEpoch.after, the timeline less one as its generation: an epoch
       # taken after a promotion is above one its old primary took after its own promotion but never replicated),
-      # kept in @new_history for that grant's commit. No row and timeline 1: epoch 0, as a database that never
+      # kept in @new_epoch for that grant's commit. No row and timeline 1: epoch 0, as a database that never
       # failed over issues 1, 2, 3, ...
       def epoch_of(result, system)
         epoch, history, timeline = result.values.first
         now = "#{system}/#{format("%08X", Integer(timeline))}"
-        @history = [epoch && history == now ? Integer(epoch) : nil, @connection.escape_literal(now)]
-        @new_history = nil
-        return @history.first if @history.first
+        @history_literal = @connection.escape_literal(now)
+        @new_epoch = nil
+        return Integer(epoch) if epoch && history == now
 
         taken = LeaseMachines.__send__(:_token_epoch_after, epoch && Integer(epoch), Integer(timeline) - 1)
         if taken << LeaseMachines::TOKEN_EPOCH_BITS > MAX_INTEGER
           raise StoreError, "#{@name}: token epoch #{taken} (timeline #{Integer(timeline)}) would issue tokens past " \
                             "PostgreSQL's bigint; the store's token epochs cover timelines up to 8192"
         end
-        @new_history = [taken.to_s, @history.last]
-        taken
+        @new_epoch = taken
       end
 
       def learn(resource)

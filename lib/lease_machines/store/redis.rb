@@ -801,14 +801,9 @@ module LeaseMachines
       # holder from before a loss is refused as stale before the next grant moves the epoch. A holder whose row
       # survived holds on: the core raises a row's high-water, never its lease.
       def checked_epoch(epoch, same_history)
-        return epoch_number(epoch) if same_history && @confirmed_epoch == epoch
+        return epoch_number(epoch) if same_history && !behind_fence?(epoch)
 
-        committed = fence_epoch
-        if same_history && committed && committed <= epoch_number(epoch)
-          @confirmed_epoch = epoch
-          return epoch_number(epoch)
-        end
-        [committed || -1, epoch_number(epoch) || -1].max + 1
+        [fence_epoch || -1, epoch_number(epoch) || -1].max + 1
       end
 
       # The epoch the fence's database last committed, or nil.
