@@ -5,13 +5,18 @@ module LeaseMachines
   # The ActiveJob extension: include it in a job class (Rails includes it in ActiveJob::Base) and declare
   #
   #   holds_lease key: ->(account) { account }, ttl: 30.seconds, renew_every: 10.seconds,
-  #               on_conflict: :retry, wait: 15.seconds, attempts: 20
+  #               on_conflict: :retry, wait: 15.seconds, attempts: 20,
+  #               on_lost: :retry, lost_wait: 1.minute, lost_attempts: 3
   #
   # Each perform then holds the lease of its resource (taken in around_perform, renewed in the background, released
   # when it ends), and the job's body reads it as +lease+. A lease held by another owner raises LeaseBusy from
   # around_perform, which the declaration handles as ActiveJob handles any error: +on_conflict: :retry+ is
   # +retry_on+ of it (+wait+, +attempts+ retries, then LeaseBusy raised), +:discard+ is +discard_on+,
-  # +:raise+ lets it through. Job classes gain only +holds_lease+ and +lease+ (and those handlers).
+  # +:raise+ lets it through. A lease lost while the job ran, whose LeaseLost (+lease.check!+, +lease.fenced+) or
+  # Fenced (+lease.fenced+) the job let out of its body, is handled the same way by +on_lost:+: +:retry+ (the
+  # default) enqueues the job again after +lost_wait+, to run under a new lease, for +lost_attempts+ retries, then
+  # raises that exception; +:discard+ discards the job; +:raise+ lets it through. Job classes gain only
+  # +holds_lease+ and +lease+ (and those handlers).
   module HoldsLease
     extend ActiveSupport::Concern
 
@@ -33,13 +38,10 @@ module LeaseMachines
 
         declaration = Jobs::Declaration.new(self, **options)
         Jobs::Declarations.declare(self, declaration)
-        case declaration.on_conflict
-        when :retry
-          # A proc: retry_on truncates a number of seconds to whole ones, and this wait is exact.
-          retry_on(Jobs::Conflict, wait: ->(_executions) { declaration.wait }, attempts: declaration.attempts + 1)
-        when :discard then discard_on(Jobs::Conflict)
-        end
-        Jobs::Declarations.handle(self, rescue_handlers.last.last) unless declaration.on_conflict == :raise
+        Jobs::Declarations.handle(self, :conflict, declaration.on_conflict, [Jobs::Conflict], declaration.wait,
+                                  declaration.attempts)
+        Jobs::Declarations.handle(self, :lost, declaration.on_lost, [Jobs::Lost, Jobs::Refused], declaration.lost_wait,
+                                  declaration.lost_attempts)
         around_perform { |job, block| Jobs::Execution.perform(job, declaration.for_job_class(job.class), &block) }
         declaration
       end
@@ -48,10 +50,18 @@ module LeaseMachines
     # The lease of the job's current (or last) perform; nil before one was granted.
     def lease = @lease_machines_lease
 
-    # This perform's own conflict goes to the handler holds_lease declared (retry_on, discard_on) before any handler
-    # of the class's own: one declared after it, or in a subclass, for a broader class (StandardError) would win.
+    # This perform's own conflict, and its own lost lease (after the loss event), go to the handler holds_lease
+    # declared (retry_on, discard_on) before any handler of the class's own: one declared after it, or in a subclass,
+    # for a broader class (StandardError) would win.
     def rescue_with_handler(exception)
-      rescuer = Jobs::Conflict === exception && exception.job.equal?(self) && Jobs::Declarations.handler(self.class)
+      kind = case exception
+             when Jobs::Conflict then :conflict
+             when Jobs::Loss then :lost
+             end
+      return super unless kind && exception.job.equal?(self)
+
+      Jobs::Execution.loss(self, exception) if kind == :lost
+      rescuer = Jobs::Declarations.handler(self.class, kind)
       return super unless rescuer
 
       rescuer.arity.zero? ? instance_exec(&rescuer) : instance_exec(exception, &rescuer)

@@ -29,6 +29,15 @@ class ActiveJobDeclarationTest < Minitest::Test
     assert_equal LeaseMachines::Cadence.new(ttl: 30.0, renew_every: 10.0, warn_before: 10.0), declaration.cadence
     assert_equal [:retry, 10.0, 10, "LeaseMachines::ActiveJobSupport::DeclaredJob"],
                  [declaration.on_conflict, declaration.wait, declaration.attempts, declaration.group]
+    assert_equal [:retry, 10.0, 3], [declaration.on_lost, declaration.lost_wait, declaration.lost_attempts]
+  end
+
+  def test_lost_wait_defaults_to_wait_and_takes_durations
+    declaration = declare(key: ->(key) { key }, ttl: 30.0, wait: 4.0, on_lost: :retry, lost_attempts: 7)
+    assert_equal [4.0, 7], [declaration.lost_wait, declaration.lost_attempts]
+    assert_equal 90.0, declare(key: ->(key) { key }, ttl: 30.0, lost_wait: 1.5.minutes).lost_wait
+    assert_equal %i[discard raise],
+                 %i[discard raise].map { declare(key: ->(key) { key }, ttl: 30.0, on_lost: _1).on_lost }
   end
 
   def test_durations_are_accepted
@@ -72,6 +81,23 @@ class ActiveJobDeclarationTest < Minitest::Test
     refused(ArgumentError, /wait: and attempts: apply to on_conflict: :retry only/,
             key: key, ttl: 30.0, on_conflict: :discard, wait: 1.0)
     refused(TypeError, /attempts: must be an Integer/, key: key, ttl: 30.0, attempts: 2.5)
+    refused(ArgumentError, /\Aholds_lease: on_lost: must be one of :retry, :discard, :raise, got :ignore\z/,
+            key: key, ttl: 30.0, on_lost: :ignore)
+    refused(ArgumentError, /\Aholds_lease: on_lost: must be one of :retry, :discard, :raise, got "retry"\z/,
+            key: key, ttl: 30.0, on_lost: "retry")
+    refused(ArgumentError, /\Aholds_lease: lost_wait: and lost_attempts: apply to on_lost: :retry only, not :discard\z/,
+            key: key, ttl: 30.0, on_lost: :discard, lost_attempts: 2)
+    refused(ArgumentError, /\Aholds_lease: lost_wait: and lost_attempts: apply to on_lost: :retry only, not :raise\z/,
+            key: key, ttl: 30.0, on_lost: :raise, lost_wait: 1.0)
+    refused(ArgumentError, /\Aholds_lease: wait: and attempts: apply to on_conflict: :retry only, not :raise\z/,
+            key: key, ttl: 30.0, on_conflict: :raise, attempts: 2)
+    refused(TypeError, /\Aholds_lease: lost_attempts: must be an Integer, got 2.5\z/, key: key, ttl: 30.0,
+            lost_attempts: 2.5)
+    refused(ArgumentError, /\Aholds_lease: lost_attempts: must be at least 1, got 0\z/, key: key, ttl: 30.0,
+            lost_attempts: 0)
+    refused(TypeError, /\Aholds_lease: lost_wait: must be a Duration or Float seconds, got "1"\z/, key: key,
+            ttl: 30.0, lost_wait: "1")
+    refused(ArgumentError, /\Aholds_lease: lost_wait: must be positive/, key: key, ttl: 30.0, lost_wait: 0)
     refused(ArgumentError, /attempts: must be at least 1/, key: key, ttl: 30.0, attempts: 0)
     refused(ArgumentError, /unknown option ttl_seconds/, key: key, ttl: 30.0, ttl_seconds: 1)
     refused(TypeError, /group: must be a String or Symbol/, key: key, ttl: 30.0, group: 7)

@@ -195,6 +195,16 @@ module LeaseMachines
 
     def renewer = LeaseMachines::Jobs.renewer
 
+    # Loses +job+'s lease while it runs: the job stalls past its TTL, a successor (owner 999) is granted the lease for
+    # 30 s, and the job's renewal is refused. Returns the successor's grant.
+    def lose_lease(job)
+      clock.advance(job.lease.cadence.ttl + 1.0)
+      held_elsewhere(job.lease.resource).tap { renewer.renew_due }
+    end
+
+    # The successor's lease (lose_lease's) runs out: the next grant is the job's again.
+    def successor_gone = clock.advance(31.0)
+
     # A fresh job class named +name+ under this module (ActiveJob needs named classes to enqueue).
     def job_class(name, &body)
       klass = Class.new(::ActiveJob::Base) do

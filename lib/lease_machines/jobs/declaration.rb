@@ -3,11 +3,19 @@
 module LeaseMachines
   module Jobs
     # What a job class declared with +holds_lease+, checked once when the class is defined: the key proc, the group,
-    # the renewal schedule (a Cadence, checked by the core: 0 < renew_every < ttl, warn_before < ttl) and what to do
-    # when another owner holds the lease.
+    # the renewal schedule (a Cadence, checked by the core: 0 < renew_every < ttl, warn_before < ttl), what to do
+    # when another owner holds the lease, and what to do when the lease is lost while the job runs.
     #
-    # - Seconds (+ttl+, +renew_every+, +warn_before+, +wait+) are a Duration or a number, positive and at most
-    #   2**63 (see Seconds).
+    # - Seconds (+ttl+, +renew_every+, +warn_before+, +wait+, +lost_wait+) are a Duration or a number, positive and
+    #   at most 2**63 (see Seconds).
+    # - +on_conflict:+ (another owner holds the lease when the perform starts; nothing of the job ran): +:retry+ (the
+    #   default: retry_on, again after +wait:+ seconds, default +renew_every+, for +attempts:+ retries, default 10,
+    #   then LeaseBusy raised), +:discard+ (discard_on) or +:raise+.
+    # - +on_lost:+ (the job's own lease was lost while it ran, and the job let the LeaseLost of JobLease#check! or
+    #   JobLease#fenced, or the Fenced refusal of its write, out of its body): +:retry+ (the default: retry_on, the
+    #   job enqueued again after +lost_wait:+ seconds, default +wait+, to run under a new lease, for +lost_attempts:+
+    #   retries, default 3, then that exception raised), +:discard+ (discard_on) or +:raise+ (raised as it is). A job
+    #   that rescues them itself and ends normally is done, whatever on_lost says.
     # - The group (the first part of the resource name, "GROUP:KEY") is +group:+, else the job's class name; it is
     #   converted to UTF-8. A subclass of the declaring class inherits its lease but is another job: it takes its
     #   leases in its own group, its own class name (a ChildJob's resource is "ChildJob:42", not "ParentJob:42", so
@@ -18,9 +26,13 @@ module LeaseMachines
     #   plain lease, which is slot 0 of any limit).
     class Declaration
       CONFLICT_ACTIONS = %i[retry discard raise].freeze
-      OPTIONS = %i[key ttl renew_every warn_before on_conflict wait attempts group limit].freeze
+      LOST_ACTIONS = CONFLICT_ACTIONS
+      OPTIONS = %i[key ttl renew_every warn_before on_conflict wait attempts on_lost lost_wait lost_attempts group
+                   limit].freeze
+      # Retries of a lost lease, unless +lost_attempts:+ says: each one runs the job's work again.
+      LOST_ATTEMPTS = 3
 
-      attr_reader :key, :group, :cadence, :on_conflict, :wait, :attempts, :limit
+      attr_reader :key, :group, :cadence, :on_conflict, :wait, :attempts, :on_lost, :lost_wait, :lost_attempts, :limit
 
       # Raises ArgumentError or TypeError, saying which option is wrong and why.
       def initialize(job_class, **options)
@@ -42,13 +54,12 @@ module LeaseMachines
         renew_every = seconds(:renew_every, options.fetch(:renew_every, ttl / 3.0))
         warn_before = seconds(:warn_before, options.fetch(:warn_before, renew_every))
         @cadence = schedule(ttl, renew_every, warn_before)
-        @on_conflict = conflict_action(options.fetch(:on_conflict, :retry))
-        if @on_conflict != :retry && (options.key?(:wait) || options.key?(:attempts))
-          raise ArgumentError,
-                "holds_lease: wait: and attempts: apply to on_conflict: :retry only, not :#{@on_conflict}"
-        end
+        @on_conflict = action(:on_conflict, CONFLICT_ACTIONS, options, %i[wait attempts])
         @wait = seconds(:wait, options.fetch(:wait, renew_every))
         @attempts = count(:attempts, options.fetch(:attempts, 10))
+        @on_lost = action(:on_lost, LOST_ACTIONS, options, %i[lost_wait lost_attempts])
+        @lost_wait = seconds(:lost_wait, options.fetch(:lost_wait, @wait))
+        @lost_attempts = count(:lost_attempts, options.fetch(:lost_attempts, LOST_ATTEMPTS))
         @limit = options.key?(:limit) ? limit_of(options[:limit]) : nil
         @subclasses = ObjectSpace::WeakMap.new
         freeze
@@ -102,11 +113,19 @@ module LeaseMachines
 
       def seconds(name, value) = Seconds.from(value, "holds_lease: #{name}:")
 
-      def conflict_action(action)
-        return action if CONFLICT_ACTIONS.include?(action)
-
-        raise ArgumentError,
-              "holds_lease: on_conflict: must be one of :#{CONFLICT_ACTIONS.join(", :")}, got #{LeaseMachines.shown(action)}"
+      # The action +options+ give as +name+ (:retry when they give none), one of +actions+; the options of its retries
+      # (+retrying+) are refused beside any other action.
+      def action(name, actions, options, retrying)
+        action = options.fetch(name, :retry)
+        unless actions.include?(action)
+          raise ArgumentError,
+                "holds_lease: #{name}: must be one of :#{actions.join(", :")}, got #{LeaseMachines.shown(action)}"
+        end
+        if action != :retry && retrying.any? { options.key?(_1) }
+          options = retrying.map { "#{_1}:" }.join(" and ")
+          raise ArgumentError, "holds_lease: #{options} apply to #{name}: :retry only, not :#{action}"
+        end
+        action
       end
 
       # +limit:+, the most performs that hold the resource's lease at once: an Integer from 1 to MAX_LIMIT, checked

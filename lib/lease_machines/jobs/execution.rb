@@ -7,7 +7,9 @@ module LeaseMachines
     # One perform of a job that holds a lease (its around_perform): acquire the lease of the job's resource, run the
     # job while the renewer keeps the lease, stop renewing and release it (with owner and token) when the job ends
     # however it ends. A lease held by another owner is a conflict: a conflict event, then LeaseBusy, which the job
-    # class's retry_on or discard_on (see HoldsLease) handles.
+    # class's retry_on or discard_on (see HoldsLease) handles. A lease lost while the job ran is the job's to see
+    # (JobLease#check!, JobLease#fenced raise Lost or Refused); one the job lets out is handled the same way: a loss
+    # event, then the job class's on_lost handler.
     module Execution
       # Owners are random per perform, in the store's signed 64-bit range: two performs never share one.
       MAX_OWNER = Store::MAX_TOKEN
@@ -16,6 +18,8 @@ module LeaseMachines
       CONFLICTS = [Conflict].to_s
       # Where the gem's earlier versions counted them (a job enqueued by one is retried on with its count).
       LEGACY_CONFLICTS = "lease_machines.conflicts"
+      # Where retry_on counts the job's retries after its lease was lost (on_lost: :retry), the same way.
+      LOSSES = [Lost, Refused].to_s
 
       module_function
 
@@ -57,6 +61,12 @@ module LeaseMachines
             # Another job's conflict, out of this one's body: a plain LeaseBusy (without the Conflict as its cause,
             # which ActiveJob's handlers would look through), never retried as this job's own.
             raise LeaseBusy.new(resource: e.resource, attempts: e.attempts), cause: nil
+          rescue Loss => e
+            # Another job's lost lease, out of this one's body (performed inline in it), is raised on as a plain
+            # LeaseLost or Fenced, never handled as this job's own; this job's own is raised as it is.
+            raise if e.job.equal?(job)
+
+            raise e.plain, cause: nil
           ensure
             finish(job, resource, decision.lease, lease, configuration)
           end
@@ -80,6 +90,20 @@ module LeaseMachines
                                               reason: decision.reason, conflicts: conflicts,
                                               attempts: declaration.attempts)
         raise Conflict.new(job: job, resource: resource, attempts: conflicts)
+      end
+
+      # Emits the loss event of +job+'s own lost lease (+error+, a Lost or Refused), with the action its class's
+      # on_lost takes: :retry until +lost_attempts+ retries were spent (counted by retry_on, as conflicts are), then
+      # :raise; :discard; :raise.
+      def loss(job, error)
+        declaration = Declarations.declaration(job.class)
+        losses = job.exception_executions[LOSSES] || 0
+        action = declaration.on_lost
+        action = :raise if action == :retry && losses >= declaration.lost_attempts
+        Instrumentation.instrument(:loss, job: job, resource: error.resource, owner: job.lease&.owner,
+                                          token: error.token, slot: job.lease&.slot, action: action,
+                                          reason: error.reason, error: error, losses: losses,
+                                          attempts: declaration.lost_attempts)
       end
 
       # A grant that would wait for a lock only this thread can free, refused at once (saying what to do) instead of

@@ -56,10 +56,10 @@ module LeaseMachines
         end
       end
 
-      # The job's cooperative stop point: raises LeaseLost unless the lease is held.
+      # The job's cooperative stop point: raises LeaseLost (a Lost, of this lease's job) unless the lease is held.
       def check!
         now, why = @lock.synchronize { [state_at(@clock.call), @reason] }
-        raise LeaseLost.new(resource: resource, token: token, state: now, reason: why) unless now == :held
+        raise Lost.new(job: job, resource: resource, token: token, state: now, reason: why) unless now == :held
 
         self
       end
@@ -67,8 +67,9 @@ module LeaseMachines
       # Runs the block (given the ActiveRecord connection) as a write protected by this lease's token, in a transaction
       # on the fence record's database (joining one that is open): see FenceTransaction. Raises LeaseLost without
       # writing when the lease is known lost (its job ended included), LeaseMachines::Fenced when the fence refuses the
-      # token (the whole transaction rolled back). Instrumented as fenced_write around the write, with its +outcome+
-      # (:written or :refused) and whether the write's transaction +committed+.
+      # token (the whole transaction rolled back): a Lost and a Refused, of this lease's job, which its on_lost
+      # handles. Instrumented as fenced_write around the write, with its +outcome+ (:written or :refused) and whether
+      # the write's transaction +committed+.
       def fenced(record: nil, &block)
         raise ArgumentError, "fenced needs a block: the write it protects" unless block
 
@@ -93,13 +94,15 @@ module LeaseMachines
           payload[:highest] = e.highest
           raise
         end
-      rescue Fenced
+      rescue Fenced => e
         @lock.synchronize do
           @holder.fence
           @reason = :fenced
         end
         observe
-        raise
+        raise if Loss === e || e.resource != resource || e.token != token # not this lease's own refusal
+
+        raise Refused.new(job: job, resource: resource, token: token, highest: e.highest, reason: e.reason)
       end
 
       def inspect = "#<#{self.class.name} #{resource} owner=#{owner} token=#{token} #{state}>"
@@ -208,7 +211,7 @@ module LeaseMachines
 
       def check_not_lost!
         lost, why = @lock.synchronize { [state_at(@clock.call) == :lost, @reason] }
-        raise LeaseLost.new(resource: resource, token: token, state: :lost, reason: why) if lost
+        raise Lost.new(job: job, resource: resource, token: token, state: :lost, reason: why) if lost
       end
     end
   end

@@ -4,8 +4,8 @@ require "active_support/log_subscriber"
 
 module LeaseMachines
   module Jobs
-    # Logs the lease_machines events to ActiveJob's logger: lost, conflict, at_risk and fenced writes refused at warn,
-    # thread errors at error, the rest at info (acquire, release) and debug (renew).
+    # Logs the lease_machines events to ActiveJob's logger: lost, loss, conflict, at_risk and fenced writes refused at
+    # warn, thread errors at error, the rest at info (acquire, release) and debug (renew).
     class LogSubscriber < ActiveSupport::LogSubscriber
       def acquire(event) = info { line(event, "acquired, expires at #{event.payload[:expires_at]}") }
 
@@ -23,6 +23,14 @@ module LeaseMachines
 
       def lost(event)
         warn { line(event, "lost (#{event.payload[:reason] || "unconfirmed"}); the job must stop writing") }
+      end
+
+      def loss(event)
+        payload = event.payload
+        warn do
+          line(event, "lost while the job ran (#{payload[:reason] || "unconfirmed"}); #{payload[:action]} " \
+                      "(#{payload[:losses]} of #{payload[:attempts]} retries spent)")
+        end
       end
 
       def fenced_write(event)

@@ -2,8 +2,9 @@
 
 # A job whose lease another process takes over while it runs (script/nightly_report.rb does, as a successor granted
 # once a stalled job's TTL ran out would): its fenced write is refused, and everything in its transaction rolls back.
+# The refusal is raised (on_lost: :raise), not retried, for the script to report.
 class StaleReportJob < ApplicationJob
-  holds_lease key: ->(account) { account }, renew_every: 10.seconds, on_conflict: :raise
+  holds_lease key: ->(account) { account }, renew_every: 10.seconds, on_conflict: :raise, on_lost: :raise
 
   def perform(account)
     Report.transaction do
