@@ -17,6 +17,10 @@ module LeaseMachines
   # default) enqueues the job again after +lost_wait+, to run under a new lease, for +lost_attempts+ retries, then
   # raises that exception; +:discard+ discards the job; +:raise+ lets it through. Job classes gain only
   # +holds_lease+ and +lease+ (and those handlers).
+  #
+  # A continuable job (ActiveJob::Continuable, Rails 8.1) stops at its next checkpoint once its lease is not held,
+  # and Continuable resumes it from its cursor under a new lease; +progress: :fenced+ keeps its progress where only
+  # the fence writes it (see Jobs::Progress, and <tt>lease.fenced(step, to:)</tt>).
   module HoldsLease
     extend ActiveSupport::Concern
 

@@ -21,10 +21,16 @@ require_relative "jobs/instrumentation"
 require_relative "jobs/job_lease"
 require_relative "jobs/fence_transaction"
 require_relative "jobs/renewer"
+require_relative "jobs/progress"
+require_relative "jobs/checkpoints"
 require_relative "jobs/execution"
 require_relative "jobs/log_subscriber"
 require_relative "jobs/fork_hook"
 require_relative "holds_lease"
+
+# Rails 8.1's continuable jobs stop at a checkpoint once their lease is not held (see LeaseMachines::Jobs::Progress);
+# an ActiveJob without ActiveJob::Continuable never runs this.
+ActiveSupport.on_load(:active_job_continuable) { prepend LeaseMachines::Jobs::Checkpoints }
 
 module LeaseMachines
   # Leases for ActiveJob, outside Rails as inside it: where jobs take their leases (+store+, a Store or a factory of

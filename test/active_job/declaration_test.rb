@@ -30,6 +30,22 @@ class ActiveJobDeclarationTest < Minitest::Test
     assert_equal [:retry, 10.0, 10, "LeaseMachines::ActiveJobSupport::DeclaredJob"],
                  [declaration.on_conflict, declaration.wait, declaration.attempts, declaration.group]
     assert_equal [:retry, 10.0, 3], [declaration.on_lost, declaration.lost_wait, declaration.lost_attempts]
+    assert_equal :job, declaration.progress
+  end
+
+  def test_progress_is_kept_by_the_job_or_fenced_where_activejob_is_continuable
+    key = ->(k) { k }
+    refused(ArgumentError, /\Aholds_lease: progress: must be one of :job, :fenced, got :database\z/,
+            key: key, ttl: 30.0, progress: :database)
+    assert_equal :job, declare(key: key, ttl: 30.0, progress: :job).progress
+    if defined?(ActiveJob::Continuable)
+      assert_equal :fenced, declare(key: key, ttl: 30.0, progress: :fenced).progress
+      refused(ArgumentError, /\Aholds_lease: progress: :fenced needs one holder of the key at a time, not limit:\z/,
+              key: key, ttl: 30.0, progress: :fenced, limit: 2)
+    else
+      refused(ArgumentError, /\Aholds_lease: progress: :fenced is for ActiveJob::Continuable jobs, and ActiveJob /,
+              key: key, ttl: 30.0, progress: :fenced)
+    end
   end
 
   def test_lost_wait_defaults_to_wait_and_takes_durations

@@ -21,18 +21,24 @@ module LeaseMachines
     #   leases in its own group, its own class name (a ChildJob's resource is "ChildJob:42", not "ParentJob:42", so
     #   the two do not exclude each other), unless the declaration gave +group:+, which every subclass then shares.
     #   An anonymous subclass, having no name of its own, uses the declaring class's group.
+    # - +progress:+ where a continuable job's progress (ActiveJob::Continuable, Rails 8.1) is kept: +:job+ (the
+    #   default: in the job's own data, as Continuable keeps it) or +:fenced+ (also in the application's database,
+    #   saved only through the fence and read back under each new lease: see Progress). Either way a continuable job
+    #   stops at its next checkpoint once its lease is not held.
     # - +limit:+ N (an Integer, 1 to MAX_LIMIT) lets up to N performs hold the resource at once, each in a slot of
     #   its own (Store#acquire's +limit:+), with its own token and fence; without it, one perform holds it (the
     #   plain lease, which is slot 0 of any limit).
     class Declaration
       CONFLICT_ACTIONS = %i[retry discard raise].freeze
       LOST_ACTIONS = CONFLICT_ACTIONS
-      OPTIONS = %i[key ttl renew_every warn_before on_conflict wait attempts on_lost lost_wait lost_attempts group
-                   limit].freeze
+      PROGRESS = %i[job fenced].freeze
+      OPTIONS = %i[key ttl renew_every warn_before on_conflict wait attempts on_lost lost_wait lost_attempts progress
+                   group limit].freeze
       # Retries of a lost lease, unless +lost_attempts:+ says: each one runs the job's work again.
       LOST_ATTEMPTS = 3
 
-      attr_reader :key, :group, :cadence, :on_conflict, :wait, :attempts, :on_lost, :lost_wait, :lost_attempts, :limit
+      attr_reader :key, :group, :cadence, :on_conflict, :wait, :attempts, :on_lost, :lost_wait, :lost_attempts,
+                  :progress, :limit
 
       # Raises ArgumentError or TypeError, saying which option is wrong and why.
       def initialize(job_class, **options)
@@ -61,6 +67,7 @@ module LeaseMachines
         @lost_wait = seconds(:lost_wait, options.fetch(:lost_wait, @wait))
         @lost_attempts = count(:lost_attempts, options.fetch(:lost_attempts, LOST_ATTEMPTS))
         @limit = options.key?(:limit) ? limit_of(options[:limit]) : nil
+        @progress = progress_of(options.fetch(:progress, :job))
         @subclasses = ObjectSpace::WeakMap.new
         freeze
       end
@@ -126,6 +133,24 @@ module LeaseMachines
           raise ArgumentError, "holds_lease: #{options} apply to #{name}: :retry only, not :#{action}"
         end
         action
+      end
+
+      # +progress:+ :job or :fenced; :fenced needs ActiveJob::Continuable, and one holder of the key at a time (the
+      # progress is the job's, saved under the key's lease).
+      def progress_of(value)
+        unless PROGRESS.include?(value)
+          raise ArgumentError,
+                "holds_lease: progress: must be one of :#{PROGRESS.join(", :")}, got #{LeaseMachines.shown(value)}"
+        end
+        return value if value == :job
+
+        unless defined?(::ActiveJob::Continuable)
+          raise ArgumentError, "holds_lease: progress: :fenced is for ActiveJob::Continuable jobs, and ActiveJob " \
+                               "#{::ActiveJob.version} has none (Rails 8.1 has)"
+        end
+        return value unless @limit
+
+        raise ArgumentError, "holds_lease: progress: :fenced needs one holder of the key at a time, not limit:"
       end
 
       # +limit:+, the most performs that hold the resource's lease at once: an Integer from 1 to MAX_LIMIT, checked

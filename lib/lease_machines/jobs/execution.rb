@@ -56,6 +56,7 @@ module LeaseMachines
             job.instance_variable_set(:@lease_machines_lease, lease)
             lease.instrument(:acquire, ttl: declaration.ttl, expires_at: lease.expires_at)
             Jobs.renewer.register(lease)
+            fenced_progress = declaration.progress == :fenced && Progress.restore(job, lease)
             Thread.handle_interrupt(Object => :immediate) { yield }
           rescue Conflict => e
             # Another job's conflict, out of this one's body: a plain LeaseBusy (without the Conflict as its cause,
@@ -68,6 +69,7 @@ module LeaseMachines
 
             raise e.plain, cause: nil
           ensure
+            Progress.settle(job, lease) if fenced_progress
             finish(job, resource, decision.lease, lease, configuration)
           end
         end
@@ -94,11 +96,11 @@ module LeaseMachines
 
       # Emits the loss event of +job+'s own lost lease (+error+, a Lost or Refused), with the action its class's
       # on_lost takes: :retry until +lost_attempts+ retries were spent (counted by retry_on, as conflicts are), then
-      # :raise; :discard; :raise.
-      def loss(job, error)
+      # :raise; :discard; :raise. Or +action+ (:resume: a continuable job stopped at a checkpoint).
+      def loss(job, error, action: nil)
         declaration = Declarations.declaration(job.class)
         losses = job.exception_executions[LOSSES] || 0
-        action = declaration.on_lost
+        action ||= declaration.on_lost
         action = :raise if action == :retry && losses >= declaration.lost_attempts
         Instrumentation.instrument(:loss, job: job, resource: error.resource, owner: job.lease&.owner,
                                           token: error.token, slot: job.lease&.slot, action: action,

@@ -70,8 +70,18 @@ module LeaseMachines
       # token (the whole transaction rolled back): a Lost and a Refused, of this lease's job, which its on_lost
       # handles. Instrumented as fenced_write around the write, with its +outcome+ (:written or :refused) and whether
       # the write's transaction +committed+.
-      def fenced(record: nil, &block)
+      #
+      # With a continuable job's +step+ (ActiveJob::Continuable, Rails 8.1: the step block's argument), the write
+      # moves the step's cursor to +to+: saved in the same transaction under +holds_lease progress: :fenced+, and
+      # set (+step.set!+, a checkpoint) once the write committed; a refused write moves neither (see Progress.fenced).
+      def fenced(step = nil, to: nil, record: nil, &block)
         raise ArgumentError, "fenced needs a block: the write it protects" unless block
+        if step
+          raise ArgumentError, "fenced: record: is the fence record's own with a step" if record
+
+          return Progress.fenced(self, step, to, &block)
+        end
+        raise ArgumentError, "fenced: to: is for a step's cursor (fenced(step, to: ...))" unless to.nil?
 
         record ||= Jobs.configuration.fence_record!
         unless Class === record && record.respond_to?(:with_connection)
