@@ -23,6 +23,14 @@
 # the job's own ActiveRecord transaction. The Redis is a throwaway redis-server with appendfsync always, or the
 # server of a redis:// URL.
 #
+# With --solid-queue the jobs run on Solid Queue's own processes, in a minimal Rails application
+# (examples/nightly_report/solid_queue.rb): its supervisor in fork mode, a worker process per story worker, a
+# dispatcher that brings the retries back. The lease store is one Store configured in an initializer, before Solid
+# Queue forks, which every worker process opens again. With --queue-database Solid Queue's tables are in a database
+# of their own (Rails 8's layout), the leases and the fence staying in the application's. With --compare the story is
+# told twice, with holds_lease and with Solid Queue's own limits_concurrency (no lease, no fence), and a table
+# compares them.
+#
 # The run prints a timeline and a verdict read back from the database, and exits 1 if a stale write landed (a line
 # with an older token than one before it in its slot) or more jobs than the limit wrote at once (their first to last
 # lines overlapping in commit order), 2 when inconclusive or for a usage error (one line on stderr).
@@ -40,7 +48,7 @@ MAX_PAUSE = 30.0
 MAX_LIMIT = 3
 
 options = { workers: nil, limit: 1, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true, postgres: false,
-            redis: nil }
+            redis: nil, solid_queue: false, queue_database: false, compare: false }
 # Without OptionParser's own --version and --*-completion-* options (which print and exit with status 1 or 0).
 parser = OptionParser.new.tap { _1.base.long.clear }
 parser.banner = "Usage: bin/nightly-report [options]"
@@ -49,7 +57,10 @@ parser.separator "Worker processes perform NightlyReportJob (holds_lease) for on
 parser.separator "worker 7's job stalls (SIGSTOP) longer than its TTL and its late write meets the fence."
 parser.separator "With --limit N, up to N jobs write at once, each in a slot of its own, and never N + 1."
 parser.separator "With --redis the jobs run on Sidekiq, with their leases in Redis and the fence in the database."
-parser.separator "Exit status: 0 safe, 1 unsafe, 2 inconclusive or a usage error."
+parser.separator "With --solid-queue they run on Solid Queue's processes (fork mode), in a small Rails application;"
+parser.separator "--compare tells it twice, holds_lease and Solid Queue's limits_concurrency, and tabulates both."
+parser.separator "Exit status: 0 safe, 1 unsafe, 2 inconclusive or a usage error (--compare: 0 when holds_lease is safe"
+parser.separator "and limits_concurrency unsafe, 1 when holds_lease is unsafe, 2 otherwise)."
 parser.separator ""
 parser.on("--workers N", "worker processes (2 to 8, more than the limit; default 3, or the limit + 2)") do
   options[:workers] = number(_1, 2..8, "a whole number from 2 to 8")
@@ -77,6 +88,19 @@ parser.on("--redis [URL]", "the jobs on Sidekiq and the leases in Redis: a throw
           "always), or the server at a redis:// URL; the report and its fence stay in the --database") do
   options[:redis] = _1 || true
 end
+parser.on("--solid-queue", "the jobs on Solid Queue: its supervisor in fork mode, a worker process per worker and a",
+          "dispatcher, in a Rails application whose initializer configures the lease store") do
+  options[:solid_queue] = true
+end
+parser.on("--queue-database", "with --solid-queue: Solid Queue's tables in a database of their own (a second SQLite",
+          "file, or a second database on the throwaway server), the leases and their fence staying",
+          "in the application's") do
+  options[:queue_database] = true
+end
+parser.on("--compare", "with --solid-queue: the story with holds_lease, then with Solid Queue's limits_concurrency",
+          "(no lease, no fence), and a table of both") do
+  options[:compare] = true
+end
 parser.on("--without-fence", "write without lease.fenced, to see the stale write land (the verdict fails)") do
   options[:fence] = false
 end
@@ -92,8 +116,33 @@ end
 if String === options[:redis] && !options[:redis].match?(%r{\Arediss?://}i)
   usage_error("--redis takes a redis:// URL, not #{options[:redis].inspect}")
 end
+{ queue_database: "--queue-database", compare: "--compare" }.each do |option, name|
+  usage_error("#{name} applies to --solid-queue only") if options[option] && !options[:solid_queue]
+end
+if options[:solid_queue]
+  usage_error("--solid-queue and --redis are two job backends: choose one") if options[:redis]
+  usage_error("--solid-queue tells the story one job at a time: leave out --limit") if options[:limit] > 1
+  if options[:queue_database] && options[:database]
+    usage_error("--queue-database makes a queue database beside a throwaway one: leave out --database")
+  end
+  if options[:compare] && !options[:fence]
+    usage_error("--compare tells holds_lease's story with its fence: leave out --without-fence")
+  end
+end
 postgres, url = CommandLine.database("nightly-report", options)
 POSTGRES = postgres
+SOLID_QUEUE = options[:solid_queue]
+# Rails before lease_machines, as Bundler.require loads a Rails application's gems: the gem's Railtie comes with it.
+if SOLID_QUEUE
+  begin
+    require "rails"
+    require "active_record/railtie"
+    require "active_job/railtie"
+    require "solid_queue"
+  rescue LoadError => e
+    usage_error("--solid-queue needs Rails and the solid_queue gem: #{e.message}")
+  end
+end
 
 require "fileutils"
 require "tmpdir"
@@ -162,7 +211,8 @@ DATABASE_CONFIG = if POSTGRES
                     { adapter: "sqlite3", database: DATABASE, timeout: 5_000, default_transaction_mode: :immediate }
                   end
 
-def connect = ActiveRecord::Base.establish_connection(DATABASE_CONFIG)
+# Under Solid Queue the Rails application connected ActiveRecord, from its config/database.yml.
+def connect = SOLID_QUEUE ? nil : ActiveRecord::Base.establish_connection(DATABASE_CONFIG)
 
 # What a Rails application's railties do: records are job arguments by their GlobalID
 # ("gid://nightly-report/Account/1").
@@ -173,8 +223,8 @@ class Account < ActiveRecord::Base; end
 class ReportLine < ActiveRecord::Base; end
 class RefusedWrite < ActiveRecord::Base; end
 
-# A perform of a worker's job, recorded as it starts: its process, and its run's number in start order for the
-# account.
+# A perform of a worker's job, recorded as it starts: its process (which, under Solid Queue, this script finds
+# stopped and resumes), and its run's number in start order for the account.
 class JobRun < ActiveRecord::Base
   # Returns the run's number: one more than the account's runs so far, counted under the account's row lock (or
   # SQLite's write lock, taken at BEGIN), so that two performs starting at once never share one.
@@ -271,6 +321,11 @@ shown += " (a throwaway server)" if cluster
 shown += ", Sidekiq #{Sidekiq::VERSION}" if REDIS
 shown = shown.sub(" (its fence: ", " (a throwaway redis-server, appendfsync always; its fence: ") if redis_server
 setup.close
+# Under Solid Queue: the Rails application, initialized (its lease store configured), with Solid Queue's tables.
+if SOLID_QUEUE
+  require_relative "nightly_report/solid_queue"
+  shown += ", #{SolidQueueStory.described}"
+end
 connect
 ActiveRecord::Migration.verbose = false
 ActiveRecord::Schema.define do
@@ -324,13 +379,24 @@ end
 # A story's verdict: its exit status (0 safe, 1 unsafe, 2 inconclusive), as a word, and what it counted.
 Verdict = Data.define(:status, :word, :stale, :at_once)
 
+# How many of a slot's lines, numbered in commit order (+numbers+: tokens, or runs), are stale writes. Under Solid
+# Queue, every line committed after a line of a later number; otherwise each place the numbers fall back (a stale
+# job's lines in a row count once).
+def stale_writes(numbers)
+  return numbers.each_cons(2).count { |earlier, later| later < earlier } unless SOLID_QUEUE
+
+  numbers.each_index.count { |at| at.positive? && numbers[at] < numbers.first(at).max }
+end
+
 # The verdict, from what the database committed for +account+: each slot's lines in commit order (one slot without a
-# limit). Printed; returns a Verdict. +stalled+: whether worker 7 stalled; +failed+: how many workers failed.
-def verdict(account, stalled:, failed:)
+# limit), numbered by their lease's token, or by their run under limits_concurrency (+numbered_by+ "run"). Printed;
+# returns a Verdict. +stalled+: whether worker 7 stalled; +failed+: how many workers failed; +expected_unsafe+: a safe
+# verdict is inconclusive (limits_concurrency, which fences nothing, was meant to show the stale write land).
+def verdict(account, stalled:, failed:, numbered_by: "token", expected_unsafe: false)
   connect
   lines = ReportLine.where(account_id: account.id).order(:id).pluck(:slot, :token, :worker, :line)
   by_slot = lines.group_by(&:first).sort.to_h { |slot, rows| [slot, rows.map { _1[1] }] }
-  stale = by_slot.values.sum { |tokens| tokens.each_cons(2).count { |earlier, later| later < earlier } }
+  stale = by_slot.values.sum { stale_writes(_1) }
   # Each job (a slot's token) wrote from its first line to its last; the most jobs whose lines overlap.
   spans = lines.each_index.group_by { lines[_1].first(2) }.values.map(&:minmax)
   at_once = lines.each_index.map { |at| spans.count { |first, last| first <= at && at <= last } }.max || 0
@@ -342,12 +408,13 @@ def verdict(account, stalled:, failed:)
         elsif short.any? then "workers #{short.join(", ")} did not write their whole report"
         elsif LIMIT > 1 && at_once < LIMIT then "at most #{at_once} jobs wrote at once, not #{LIMIT}"
         elsif LIMIT > 1 && by_slot.fetch(0, []).none? { _1 > 1 } then "no job took worker 7's slot after it"
+        elsif expected_unsafe then "no stale write landed, though nothing fenced worker 7's"
         end
 
   runs = ->(tokens) { tokens.chunk_while { _1 == _2 }.map { "#{_1.first}x#{_1.size}" }.join(" ") }
   puts
   if LIMIT == 1
-    puts "report lines in commit order, by token: #{runs.call(by_slot.fetch(0, []))}"
+    puts "report lines in commit order, by #{numbered_by}: #{runs.call(by_slot.fetch(0, []))}"
   else
     puts "report lines in commit order, by slot and token: " \
          "#{by_slot.map { |slot, tokens| "slot #{slot}: #{runs.call(tokens)}" }.join("; ")}"
@@ -372,6 +439,8 @@ def verdict(account, stalled:, failed:)
     Verdict.new(1, "unsafe", stale, at_once)
   end
 end
+
+exit SolidQueueStory.tell_story(account) if SOLID_QUEUE
 
 # A Sidekiq process's launcher, embedded in the worker process: it fetches the jobs of the worker's own queue (so
 # that worker 7's job runs in the process that stalls), and its scheduler moves the retries that are due back to their
