@@ -24,7 +24,28 @@ task test: :compile
 GC_STRESS_TAG = /^# gc_stress: the extension's objects$/
 GC_STRESS_FILES = -> { TEST_FILES.select { _1.start_with?("test/native/") || File.read(_1).match?(GC_STRESS_TAG) } }
 
+# The Rails tests, which run again on the second Rails lane (gemfiles/rails_7_2.gemfile): holds_lease and the Railtie,
+# the stories told with real Rails jobs (Solid Queue's, Sidekiq's), the Rails 8.1 features that skip on 7.2 saying so.
+RAILS_TEST_FILES = FileList["test/active_job/*_test.rb", "test/integration/nightly_report_test.rb",
+                            "test/integration/solid_queue_test.rb"].existing
+
 namespace :test do
+  desc "Run the Rails tests on Rails 7.2 (gemfiles/rails_7_2.gemfile), the second Rails lane"
+  task rails_7_2: :compile do
+    gemfile = File.expand_path("../gemfiles/rails_7_2.gemfile", __dir__)
+    # A Ruby of its own, outside this one's bundle (Rails 8.1's), in the lane's: so are the children it starts
+    # (bin/nightly-report, the dummy app's processes), which read BUNDLE_GEMFILE.
+    Bundler.with_original_env do
+      env = { "BUNDLE_GEMFILE" => gemfile }
+      sh env, FileUtils::RUBY, "-rbundler/setup", "-w", "-Ilib", "-Itest", "-e", <<~RUBY, *RAILS_TEST_FILES
+        require "active_record"
+        abort "test:rails_7_2 loaded Rails \#{ActiveRecord.version}" unless ActiveRecord.version.to_s.start_with?("7.2.")
+        puts "Rails \#{ActiveRecord.version} (gemfiles/rails_7_2.gemfile)"
+        ARGV.each { |f| require File.expand_path(f) }
+      RUBY
+    end
+  end
+
   desc "Run the suite's extension tests again with GC.stress on (catches objects the extension fails to keep alive)"
   task gc_stress: :compile do
     files = GC_STRESS_FILES.call

@@ -74,19 +74,36 @@ lm_registry_reachable() {
 # lm_debian_12: this machine runs Debian 12, where script/provision/debian can build what bin/setup needs.
 lm_debian_12() { grep -qsx 'ID=debian' /etc/os-release && grep -qsx 'VERSION_ID="12"' /etc/os-release; }
 
-# lm_bundle_install ROOT RUBY [ARGS...]: `bundle install ARGS` for ROOT's Gemfile with RUBY's Bundler. Bundler rewrites
-# Gemfile.lock even when nothing in it changes; an unchanged one keeps its date, so that the extension (which counts
-# the lock among its sources) is not rebuilt for nothing.
+# lm_bundle_install ROOT RUBY [ARGS...]: `bundle install ARGS` with RUBY's Bundler for each of ROOT's Rails lanes: its
+# Gemfile (Rails 8.1's), then each gemfiles/*.gemfile (Rails 7.2's). Bundler rewrites a lock even when nothing in it
+# changes; an unchanged one keeps its date, so that the extension (which counts Gemfile.lock among its sources) is not
+# rebuilt for nothing.
 lm_bundle_install() {
-  local root="$1" ruby="$2" lock="$1/Gemfile.lock" kept status=0
+  local root="$1" ruby="$2" gemfile lock kept status=0
   shift 2
-  kept="$(mktemp)"
-  [ ! -f "$lock" ] || cp -p "$lock" "$kept"
-  (cd "$root" && PATH="$(dirname "$ruby"):$PATH" BUNDLE_GEMFILE="$root/Gemfile" BUNDLE_SILENCE_ROOT_WARNING=1 \
-    "$ruby" -S bundle install "$@") || status=$?
-  if [ -f "$lock" ] && cmp -s "$lock" "$kept"; then touch -r "$kept" "$lock"; fi
-  rm -f "$kept"
-  return "$status"
+  for gemfile in "$root/Gemfile" "$root"/gemfiles/*.gemfile; do
+    [ -f "$gemfile" ] || continue
+    lock="$gemfile.lock"
+    [ "$gemfile" != "$root/Gemfile" ] || lock="$root/Gemfile.lock"
+    kept="$(mktemp)"
+    [ ! -f "$lock" ] || cp -p "$lock" "$kept"
+    (cd "$root" && PATH="$(dirname "$ruby"):$PATH" BUNDLE_GEMFILE="$gemfile" BUNDLE_SILENCE_ROOT_WARNING=1 \
+      "$ruby" -S bundle install "$@") || status=$?
+    if [ -f "$lock" ] && cmp -s "$lock" "$kept"; then touch -r "$kept" "$lock"; fi
+    rm -f "$kept"
+    [ "$status" -eq 0 ] || return "$status"
+  done
+}
+
+# lm_gemfile ROOT: the Gemfile of the Rails lane the binstubs run: $BUNDLE_GEMFILE when it names one of ROOT's
+# gemfiles/*.gemfile (BUNDLE_GEMFILE=gemfiles/rails_7_2.gemfile bin/rake ...), else ROOT/Gemfile (Rails 8.1's).
+lm_gemfile() {
+  local gemfile="${BUNDLE_GEMFILE:-}"
+  case "$gemfile" in /*) ;; ?*) gemfile="$PWD/$gemfile" ;; esac
+  case "$gemfile" in
+    "$1"/gemfiles/*.gemfile) [ -f "$gemfile" ] && printf '%s\n' "$gemfile" && return ;;
+  esac
+  printf '%s/Gemfile\n' "$1"
 }
 
 # The precompiled platform gems (see rakelib/platform.rake) are built for the aarch64 CRubies too: Debian's builds,

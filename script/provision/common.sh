@@ -42,8 +42,8 @@ APT::Sandbox::User "root";
 CONF
 }
 
-# The private apt tree for sources: deb-src lines for the newer suites, arch:all binaries from sid and trixie, and
-# trixie's amd64 build of ruby-pg (postgres.sh).
+# The private apt tree for sources: deb-src lines for the newer suites, and the binary indexes of sid and trixie (for
+# their arch:all packages, which the amd64 indexes list).
 prepare_private_apt() {
   local dir="$LM_CACHE/apt"
   apt_tree "$dir" "" "deb-src experimental" "deb-src sid" "deb-src trixie" "deb arch=amd64 sid" "deb arch=amd64 trixie"

@@ -7,35 +7,24 @@
 # older layout of Debian's Ruby packages: the gem's tree is then put together from that library, the package's
 # documents and its executables in /usr/bin.
 #
-# A package with a C extension (ruby-pg) is built for one CRuby minor X.Y: its specification is under
-# /usr/share/rubygems-integration/X.Y.0, its extension under /usr/lib/<triplet>/ruby/vendor_ruby/X.Y.0. Its gem holds
-# Debian's library and Debian's built extension side by side in lib/, installs into that minor only
-# (required_ruby_version "~> X.Y.0") and compiles nothing (no extensions). It keeps the platform its specification
-# names (ruby), the one a Gemfile.lock written here shares with rubygems.org, where the gem is the source gem.
+# Only arch:all packages (pure Ruby): a package with a C extension is built for Debian's own libruby, and such gems
+# are built here from their sources instead (gems.sh, local_gems.sh).
 #
-#   ruby script/provision/deb2gem.rb PACKAGE.deb|UNPACKED_TREE OUTPUT_DIR    # prints the path of each .gem it wrote
-#
-# An unpacked tree (`dpkg-deb -x` of the package) may have been changed first (script/provision/postgres.sh points
-# ruby-pg's extension at the libruby of our own CRuby).
+#   ruby script/provision/deb2gem.rb PACKAGE.deb OUTPUT_DIR    # prints the path of each .gem it wrote
 require "fileutils"
 require "rubygems/package"
 require "tmpdir"
 
 source, out_dir = ARGV
-abort "usage: #{$PROGRAM_NAME} PACKAGE.deb|UNPACKED_TREE OUTPUT_DIR" unless source && out_dir
+abort "usage: #{$PROGRAM_NAME} PACKAGE.deb OUTPUT_DIR" unless source && out_dir
 Gem::DefaultUserInteraction.ui = Gem::SilentUI.new # stdout carries only the paths written
 
 # The gem's tree from the older layout (see above), in tree/gem.
-def from_vendor_ruby(tree, spec, abi)
+def from_vendor_ruby(tree, spec)
   gem_dir = File.join(tree, "gem")
   lib = File.join(gem_dir, spec.require_paths.first)
   FileUtils.mkdir_p(lib)
   FileUtils.cp_r(File.join(tree, "usr/lib/ruby/vendor_ruby", "."), lib)
-  if abi != "all"
-    built = Dir[File.join(tree, "usr/lib/*/ruby/vendor_ruby", abi)].first
-    abort "#{spec.full_name}: no extension built for Ruby #{abi} in the package" unless built
-    FileUtils.cp_r(File.join(built, "."), lib)
-  end
   docs = Dir[File.join(tree, "usr/share/doc/*/*")].to_h { |path| [File.basename(path), path] }
   spec.files.grep_v(%r{/}).each { |name| FileUtils.cp(docs[name], gem_dir) if docs[name] }
   spec.executables.each do |name|
@@ -54,16 +43,14 @@ def repack(tree, out_dir)
   specs.each do |spec_path|
     spec = Gem::Specification.load(spec_path) or abort "#{spec_path}: not a gem specification"
     root = File.dirname(spec_path, 2)
-    abi = File.basename(root) # "all", or the Ruby ABI ("3.3.0") an extension was built for
+    # "all", or the Ruby ABI ("3.3.0") a C extension was built for
+    abi = File.basename(root)
+    abort "#{spec_path}: built for Debian's Ruby #{abi}, not arch:all" unless abi == "all"
     gem_dir = File.join(root, "gems", spec.full_name)
     if !File.directory?(gem_dir) && specs.size == 1 && File.directory?(File.join(tree, "usr/lib/ruby/vendor_ruby"))
-      gem_dir = from_vendor_ruby(tree, spec, abi)
+      gem_dir = from_vendor_ruby(tree, spec)
     end
     abort "#{spec_path}: #{spec.full_name} has no unpacked tree" unless File.directory?(gem_dir)
-    unless abi == "all"
-      spec.required_ruby_version = "~> #{abi}"
-      spec.extensions = []
-    end
 
     Dir.chdir(gem_dir) do
       # The gem is what the package installs, nothing else: a specification's test files are not in the package
@@ -79,11 +66,7 @@ def repack(tree, out_dir)
   end
 end
 
-if File.directory?(source)
-  repack(File.expand_path(source), File.expand_path(out_dir))
-else
-  Dir.mktmpdir("deb2gem") do |tree|
-    system("dpkg-deb", "-x", source, tree, exception: true)
-    repack(tree, File.expand_path(out_dir))
-  end
+Dir.mktmpdir("deb2gem") do |tree|
+  system("dpkg-deb", "-x", source, tree, exception: true)
+  repack(tree, File.expand_path(out_dir))
 end

@@ -7,7 +7,8 @@
 
 # Pure-Ruby gems from Debian's archive (arch:all binary packages), in dependency order.
 DEBIAN_GEMS=(ruby-rake-compiler-dock ruby-rb-sys rake-compiler ruby-benchmark-ips ruby-progressbar ruby-mini-portile2
-  # ActiveJob and ActiveRecord 7.2 for `lease_machines/jobs` (development only). Their other dependencies
+  # ActiveJob and ActiveRecord 7.2 for `lease_machines/jobs` on the second Rails lane (gemfiles/rails_7_2.gemfile;
+  # Rails 8.1, the main lane's, comes from local_gems.sh; development only). Their other dependencies
   # (base64, benchmark, bigdecimal, drb, logger, minitest, securerandom, timeout) are default or bundled gems of
   # CRuby 3.3 and 3.4.
   ruby-concurrent ruby-i18n ruby-tzinfo ruby-connection-pool ruby-activesupport ruby-globalid ruby-activemodel
@@ -18,11 +19,13 @@ DEBIAN_GEMS=(ruby-rake-compiler-dock ruby-rb-sys rake-compiler ruby-benchmark-ip
 # only), with the ActionPack and ActionView it loads (`require "rails"` loads action_dispatch/railtie); loofah,
 # rails-html-sanitizer, rails-dom-testing, actionview, actionpack and railties need nokogiri. Their other
 # dependencies (base64, cgi, irb, minitest, racc, rake, tsort) are default or bundled gems of CRuby 3.3 and 3.4.
-# Then, for the benchmarks of the lease stores against PostgreSQL and Redis (the Gemfile's :bench group), trixie's
-# with_advisory_lock 5.1.0 (it needs activerecord and zeitwerk) and redis-client 0.22.2 (it needs connection_pool);
-# and Sidekiq 7.3.2 for the Sidekiq tests of the Redis store (it needs redis-client, connection_pool, rack, logger):
-# trixie's, as sid's Sidekiq 8 needs a redis-client newer than trixie's, with trixie's connection_pool 2.4.1 beside
-# sid's 3.0 (Sidekiq 7.3's scheduler calls ConnectionPool::TimedStack#pop as 2.x has it; the Gemfile pins 2.x).
+# Rails 8.1 (local_gems.sh) needs nothing beyond these either. Then, for the benchmarks of the lease stores against
+# PostgreSQL and Redis (the Gemfile's :bench group), trixie's with_advisory_lock 5.1.0 (it needs activerecord and
+# zeitwerk) and redis-client 0.22.2 (it needs connection_pool); and Sidekiq 7.3.2 for the Sidekiq tests of the Redis
+# store (it needs redis-client, connection_pool, rack, logger): trixie's, with trixie's connection_pool 2.4.1 beside
+# sid's 3.0 (Sidekiq 7.3's scheduler calls ConnectionPool::TimedStack#pop as 2.x has it; the Gemfile pins 2.x). Sid's
+# Sidekiq 8.1 cannot be installed here: it needs json 2.16 or newer, a C extension whose Debian source package (sid's
+# ruby-json 3.1.0, or trixie's 2.9.1) no longer downloads, and CRuby 3.3 and 3.4 carry json 2.7 and 2.9.
 DEBIAN_GEMS_AFTER_SOURCE_GEMS=(ruby-method-source ruby-thor ruby-zeitwerk ruby-rack ruby-rackup ruby-rack-session
   ruby-rack-test ruby-useragent ruby-builder ruby-erubi ruby-crass ruby-loofah ruby-rails-html-sanitizer
   ruby-rails-dom-testing ruby-actionview ruby-actionpack ruby-railties

@@ -72,4 +72,32 @@ class ActiveJobNotificationsTest < Minitest::Test
            lines.join)
     assert(lines.any? { _1.include?("NotifiedJob:acme slot 0 token 1: released: released") }, lines.join)
   end
+
+  # Rails 8.1's structured event reporter gets the same events, named "lease_machines.<event>", with plain values.
+  def test_rails_structured_event_reporter_gets_each_event_with_plain_values
+    reporter = ActiveSupport.respond_to?(:event_reporter) && ActiveSupport.event_reporter
+    skip "Rails #{ActiveSupport.version} has no structured event reporter (Rails 8.1 does)" unless reporter
+    reported = []
+    subscriber = Object.new
+    subscriber.define_singleton_method(:emit) { |event| reported << event }
+    reporter.subscribe(subscriber) { _1[:name].start_with?("lease_machines.") }
+    job = nil
+    leased_job do |performed|
+      job = performed
+      performed.lease.fenced { Report.create!(body: "x") }
+    end.perform_now("acme")
+
+    assert_equal %w[lease_machines.acquire lease_machines.fenced_write lease_machines.release], reported.map { _1[:name] }
+    reported.each do |event|
+      payload = event[:payload]
+      assert_equal "LeaseMachines::ActiveJobSupport::NotifiedJob", payload[:job_class], event[:name]
+      assert_equal job.job_id, payload[:job_id]
+      assert_equal ["LeaseMachines::ActiveJobSupport::NotifiedJob:acme", 1], payload.values_at(:resource, :token)
+      refute payload.key?(:job)
+    end
+    assert_equal :written, reported[1][:payload][:outcome]
+    assert_equal :released, reported[2][:payload][:status]
+  ensure
+    reporter&.unsubscribe(subscriber) if subscriber
+  end
 end

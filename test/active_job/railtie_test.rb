@@ -29,7 +29,10 @@ class RailtieTest < Minitest::Test
     assert_match(%r{create\s+config/initializers/lease_machines\.rb}, output)
     assert_match(/warning\s+db\/schema\.rb cannot record these tables/, output, "the dummy keeps schema_format :ruby")
     migration = File.read(Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")].fetch(0))
-    assert_match(/^class CreateLeaseMachinesTables < ActiveRecord::Migration\[7\.2\]$/, migration)
+    # The migration's version is the application's Rails: 8.1, or 7.2 on the second lane.
+    require "active_record/version"
+    version = Regexp.escape(ActiveRecord::VERSION::STRING[/\A\d+\.\d+/])
+    assert_match(/^class CreateLeaseMachinesTables < ActiveRecord::Migration\[#{version}\]$/, migration)
     assert_includes migration, "CREATE TABLE IF NOT EXISTS lease_machines_leases ("
     assert_includes migration, "CREATE TABLE IF NOT EXISTS lease_machines_fences ("
 
@@ -183,6 +186,28 @@ class RailtieTest < Minitest::Test
     output = rails("generate", "lease_machines:install", "--database", "primary")
     assert_equal %w[create warning create], output.lines.map { _1.split.first }, output
     assert_match(%r{create\s+db/migrate/\d{14}_create_lease_machines_tables\.rb}, output)
+  end
+
+  # Rails 8's layout keeps Solid Queue's tables in a queue database of their own: the generator says the lease store's
+  # go where the fenced writes go, and writes its migration there only.
+  def test_beside_a_queue_database_the_generator_says_the_lease_store_goes_where_the_fenced_writes_go
+    File.write(File.join(@app, "config/database.yml"), <<~YAML)
+      test:
+        primary:
+          adapter: sqlite3
+          database: db/test.sqlite3
+          default_transaction_mode: immediate
+          timeout: 5000
+        queue:
+          adapter: sqlite3
+          database: db/test_queue.sqlite3
+          migrations_paths: db/queue_migrate
+    YAML
+    output = rails("generate", "lease_machines:install")
+    assert_match(/note\s+Solid Queue's tables are in the queue database; the lease store's go in primary, where the /,
+                 output)
+    assert_equal 1, Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")].size
+    assert_empty Dir[File.join(@app, "db/queue_migrate/*")]
   end
 
   # Before, config.lease_machines = "x" was kept, and the boot failed later with a NoMethodError (to_h for "x").

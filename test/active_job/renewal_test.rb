@@ -151,6 +151,8 @@ class ActiveJobRenewalTest < Minitest::Test
     reporter = Object.new
     reporter.define_singleton_method(:report) { |error, **context| reported << [error.class, context[:source]] }
     rails.define_singleton_method(:error) { reporter }
+    # Rails 8.1's minitest plugin (railties) may have defined the real one: it is put back after.
+    real = Object.send(:remove_const, :Rails) if defined?(::Rails)
     Object.const_set(:Rails, rails)
     leased_job do
       clock.advance(10.0)
@@ -164,6 +166,7 @@ class ActiveJobRenewalTest < Minitest::Test
     assert_empty @errors
   ensure
     Object.send(:remove_const, :Rails) if defined?(::Rails)
+    Object.const_set(:Rails, real) if real
   end
 
   def test_a_forked_child_forgets_the_parents_leases

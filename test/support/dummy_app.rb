@@ -12,16 +12,16 @@ module LeaseMachines
       DUMMY = File.expand_path("../dummy", __dir__)
       RUBY = File.expand_path("../../bin/ruby", __dir__)
 
-      # Skips where the dummy cannot boot (a child process, this checkout's files, sqlite3 and railties 7.2), else
-      # copies it into a scratch directory named after +prefix+; returns the copy's path.
+      # Skips where the dummy cannot boot (a child process, this checkout's files, sqlite3 and railties 7.2 or
+      # newer), else copies it into a scratch directory named after +prefix+; returns the copy's path.
       def copy_dummy_app(prefix)
         plain_suite_only!("boots a Rails application in child processes")
         checkout_only!("runs this checkout's dummy application")
         requires_sqlite3!
         begin
-          Gem::Specification.find_by_name("railties", "~> 7.2")
+          Gem::Specification.find_by_name("railties", ">= 7.2")
         rescue Gem::MissingSpecError
-          skip "railties 7.2 is not installed for this Ruby"
+          skip "railties 7.2 or newer is not installed for this Ruby"
         end
         File.join(scratch_dir(prefix), "dummy").tap { FileUtils.cp_r(DUMMY, _1) }
       end

@@ -10,7 +10,7 @@ require "lease_machines"
 
 module Dummy
   class Application < Rails::Application
-    config.load_defaults 7.2
+    config.load_defaults Rails::VERSION::STRING.to_f # the lane's: 8.1, or 7.2 (gemfiles/rails_7_2.gemfile)
     config.root = File.expand_path("..", __dir__)
     config.eager_load = false
     config.enable_reloading = false # as a generated application's config/environments/test.rb has it

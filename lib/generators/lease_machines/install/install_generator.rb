@@ -59,6 +59,11 @@ module LeaseMachines
           say_status :warning, "db/schema.rb cannot record these tables (SQLite REAL columns, STRICT): set " \
                                "config.active_record.schema_format = :sql, or db:schema:load leaves them out", :yellow
         end
+        if @queue_database && name_of_database != "queue"
+          say_status :note, "Solid Queue's tables are in the queue database; the lease store's go in " \
+                            "#{name_of_database}, where the jobs' fenced writes go (the fence checks the tokens the " \
+                            "store issued, in the application's own transaction)", :yellow
+        end
         return if @primary
 
         say_status :note, "the fence and the default store use ActiveRecord::Base's database, the primary one: for " \
@@ -110,6 +115,9 @@ module LeaseMachines
         Dir[File.join(destination_root, db_migrate_path, "*_create_lease_machines_tables.rb")].any?
       end
 
+      # The database (of config/database.yml) the migration is for.
+      def name_of_database = options[:database] || "primary"
+
       # Whether the migration is for PostgreSQL (else SQLite), as config/database.yml names the database.
       def postgresql? = @adapter == :postgresql
 
@@ -139,8 +147,10 @@ module LeaseMachines
           raise Thor::Error, "lease_machines:install: --database needs a database name (config/database.yml names: " \
                              "#{names})"
         end
-        name = options[:database] || "primary"
+        name = name_of_database
         @primary = configurations.primary?(name)
+        # Rails 8's layout: Solid Queue's tables in a database of their own, named queue.
+        @queue_database = configurations.configurations.any? { _1.name == "queue" }
         configs = configurations.configurations.select { _1.name == name }
         if configs.empty?
           raise Thor::Error, "lease_machines:install: config/database.yml names no database #{name.inspect}"
