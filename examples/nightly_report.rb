@@ -58,9 +58,9 @@ parser.separator "worker 7's job stalls (SIGSTOP) longer than its TTL and its la
 parser.separator "With --limit N, up to N jobs write at once, each in a slot of its own, and never N + 1."
 parser.separator "With --redis the jobs run on Sidekiq, with their leases in Redis and the fence in the database."
 parser.separator "With --solid-queue they run on Solid Queue's processes (fork mode), in a small Rails application;"
-parser.separator "--compare tells it twice, holds_lease and Solid Queue's limits_concurrency, and tabulates both."
-parser.separator "Exit status: 0 safe, 1 unsafe, 2 inconclusive or a usage error (--compare: 0 when holds_lease is safe"
-parser.separator "and limits_concurrency unsafe, 1 when holds_lease is unsafe, 2 otherwise)."
+parser.separator "--compare tells it twice, holds_lease and Solid Queue's limits_concurrency, and tabulates both"
+parser.separator "(exit 0 when holds_lease is safe and limits_concurrency unsafe, 1 when holds_lease is unsafe, else 2)."
+parser.separator "Exit status: 0 safe, 1 unsafe, 2 inconclusive or a usage error."
 parser.separator ""
 parser.on("--workers N", "worker processes (2 to 8, more than the limit; default 3, or the limit + 2)") do
   options[:workers] = number(_1, 2..8, "a whole number from 2 to 8")

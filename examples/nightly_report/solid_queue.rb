@@ -159,10 +159,10 @@ module SolidQueueStory
 
   module_function
 
-  # The run's line: Solid Queue's version and where its tables are.
+  # The run's line: Rails's and Solid Queue's versions, and where Solid Queue's tables are.
   def described
     where = QUEUE_DATABASE ? "a queue database of their own, #{QUEUE_DATABASE}" : "the application's database"
-    "Solid Queue #{SolidQueue::VERSION} (its tables in #{where})"
+    "Rails #{Rails.version}, Solid Queue #{SolidQueue::VERSION} (its tables in #{where})"
   end
 
   # Tells the story with holds_lease (and with --compare, with limits_concurrency too, on a second account); returns
