@@ -23,6 +23,14 @@
 # the job's own ActiveRecord transaction. The Redis is a throwaway redis-server with appendfsync always, or the
 # server of a redis:// URL.
 #
+# With --solid-queue the jobs run on Solid Queue's own processes, in a minimal Rails application
+# (examples/nightly_report/solid_queue.rb): its supervisor in fork mode, a worker process per story worker, a
+# dispatcher that brings the retries back. The lease store is one Store configured in an initializer, before Solid
+# Queue forks, which every worker process opens again. With --queue-database Solid Queue's tables are in a database
+# of their own (Rails 8's layout), the leases and the fence staying in the application's. With --compare the story is
+# told twice, with holds_lease and with Solid Queue's own limits_concurrency (no lease, no fence), and a table
+# compares them.
+#
 # The run prints a timeline and a verdict read back from the database, and exits 1 if a stale write landed (a line
 # with an older token than one before it in its slot) or more jobs than the limit wrote at once (their first to last
 # lines overlapping in commit order), 2 when inconclusive or for a usage error (one line on stderr).
@@ -40,7 +48,7 @@ MAX_PAUSE = 30.0
 MAX_LIMIT = 3
 
 options = { workers: nil, limit: 1, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true, postgres: false,
-            redis: nil }
+            redis: nil, solid_queue: false, queue_database: false, compare: false }
 # Without OptionParser's own --version and --*-completion-* options (which print and exit with status 1 or 0).
 parser = OptionParser.new.tap { _1.base.long.clear }
 parser.banner = "Usage: bin/nightly-report [options]"
@@ -49,6 +57,9 @@ parser.separator "Worker processes perform NightlyReportJob (holds_lease) for on
 parser.separator "worker 7's job stalls (SIGSTOP) longer than its TTL and its late write meets the fence."
 parser.separator "With --limit N, up to N jobs write at once, each in a slot of its own, and never N + 1."
 parser.separator "With --redis the jobs run on Sidekiq, with their leases in Redis and the fence in the database."
+parser.separator "With --solid-queue they run on Solid Queue's processes (fork mode), in a small Rails application;"
+parser.separator "--compare tells it twice, holds_lease and Solid Queue's limits_concurrency, and tabulates both"
+parser.separator "(exit 0 when holds_lease is safe and limits_concurrency unsafe, 1 when holds_lease is unsafe, else 2)."
 parser.separator "Exit status: 0 safe, 1 unsafe, 2 inconclusive or a usage error."
 parser.separator ""
 parser.on("--workers N", "worker processes (2 to 8, more than the limit; default 3, or the limit + 2)") do
@@ -77,6 +88,19 @@ parser.on("--redis [URL]", "the jobs on Sidekiq and the leases in Redis: a throw
           "always), or the server at a redis:// URL; the report and its fence stay in the --database") do
   options[:redis] = _1 || true
 end
+parser.on("--solid-queue", "the jobs on Solid Queue: its supervisor in fork mode, a worker process per worker and a",
+          "dispatcher, in a Rails application whose initializer configures the lease store") do
+  options[:solid_queue] = true
+end
+parser.on("--queue-database", "with --solid-queue: Solid Queue's tables in a database of their own (a second SQLite",
+          "file, or a second database on the throwaway server), the leases and their fence staying",
+          "in the application's") do
+  options[:queue_database] = true
+end
+parser.on("--compare", "with --solid-queue: the story with holds_lease, then with Solid Queue's limits_concurrency",
+          "(no lease, no fence), and a table of both") do
+  options[:compare] = true
+end
 parser.on("--without-fence", "write without lease.fenced, to see the stale write land (the verdict fails)") do
   options[:fence] = false
 end
@@ -92,8 +116,33 @@ end
 if String === options[:redis] && !options[:redis].match?(%r{\Arediss?://}i)
   usage_error("--redis takes a redis:// URL, not #{options[:redis].inspect}")
 end
+{ queue_database: "--queue-database", compare: "--compare" }.each do |option, name|
+  usage_error("#{name} applies to --solid-queue only") if options[option] && !options[:solid_queue]
+end
+if options[:solid_queue]
+  usage_error("--solid-queue and --redis are two job backends: choose one") if options[:redis]
+  usage_error("--solid-queue tells the story one job at a time: leave out --limit") if options[:limit] > 1
+  if options[:queue_database] && options[:database]
+    usage_error("--queue-database makes a queue database beside a throwaway one: leave out --database")
+  end
+  if options[:compare] && !options[:fence]
+    usage_error("--compare tells holds_lease's story with its fence: leave out --without-fence")
+  end
+end
 postgres, url = CommandLine.database("nightly-report", options)
 POSTGRES = postgres
+SOLID_QUEUE = options[:solid_queue]
+# Rails before lease_machines, as Bundler.require loads a Rails application's gems: the gem's Railtie comes with it.
+if SOLID_QUEUE
+  begin
+    require "rails"
+    require "active_record/railtie"
+    require "active_job/railtie"
+    require "solid_queue"
+  rescue LoadError => e
+    usage_error("--solid-queue needs Rails and the solid_queue gem: #{e.message}")
+  end
+end
 
 require "fileutils"
 require "tmpdir"
@@ -153,14 +202,17 @@ def say(who, message, at: now)
   $stdout.flush
 end
 
-# Fenced writes take SQLite's write lock at BEGIN (default_transaction_mode: :immediate), so that a transaction
-# that read first never fails to write later. PostgreSQL locks rows: its URL is all ActiveRecord needs.
-def connect
-  return ActiveRecord::Base.establish_connection(DATABASE) if POSTGRES
+# The application's database as ActiveRecord is given it. Fenced writes take SQLite's write lock at BEGIN
+# (default_transaction_mode: :immediate), so that a transaction that read first never fails to write later.
+# PostgreSQL locks rows: its URL is all ActiveRecord needs.
+DATABASE_CONFIG = if POSTGRES
+                    { url: DATABASE }
+                  else
+                    { adapter: "sqlite3", database: DATABASE, timeout: 5_000, default_transaction_mode: :immediate }
+                  end
 
-  ActiveRecord::Base.establish_connection(adapter: "sqlite3", database: DATABASE, timeout: 5_000,
-                                          default_transaction_mode: :immediate)
-end
+# Under Solid Queue the Rails application connected ActiveRecord, from its config/database.yml.
+def connect = SOLID_QUEUE ? nil : ActiveRecord::Base.establish_connection(DATABASE_CONFIG)
 
 # What a Rails application's railties do: records are job arguments by their GlobalID
 # ("gid://nightly-report/Account/1").
@@ -171,6 +223,31 @@ class Account < ActiveRecord::Base; end
 class ReportLine < ActiveRecord::Base; end
 class RefusedWrite < ActiveRecord::Base; end
 
+# A perform of a worker's job, recorded as it starts: its process (which, under Solid Queue, this script finds
+# stopped and resumes), and its run's number in start order for the account.
+class JobRun < ActiveRecord::Base
+  # Returns the run's number: one more than the account's runs so far, counted under the account's row lock (or
+  # SQLite's write lock, taken at BEGIN), so that two performs starting at once never share one.
+  def self.start(account, worker)
+    transaction do
+      Account.lock.find(account.id)
+      create!(account_id: account.id, worker: worker, pid: Process.pid,
+              run: where(account_id: account.id).count + 1).run
+    end
+  end
+end
+
+# The job stops its own process, while it computes its line (50 ms, holding the GVL): the whole process, its
+# threads included; SIGSTOP takes effect within microseconds of kill returning. Returns when it was resumed; the job
+# writes at once, as a job that never noticed the pause would (and says so after). Another thread of the process
+# wakes too, but waits for the GVL, which CRuby hands over after 100 ms at the soonest.
+def stop_the_world
+  Process.kill(:STOP, Process.pid)
+  computed = now + 0.05
+  nil while now < computed
+  now
+end
+
 class NightlyReportJob < ActiveJob::Base
   include LeaseMachines::HoldsLease
   holds_lease key: ->(account, _worker) { account }, ttl: OPTIONS[:ttl], renew_every: OPTIONS[:ttl] / 3,
@@ -180,6 +257,7 @@ class NightlyReportJob < ActiveJob::Base
 
   def perform(account, worker)
     me = "worker #{worker}"
+    JobRun.start(account, worker)
     (1..OPTIONS[:lines]).each do |line|
       lease.check! # the cooperative stop point: raises LeaseLost unless the lease is held
       if worker == 7 && line == STALLED_LINE
@@ -221,16 +299,10 @@ class NightlyReportJob < ActiveJob::Base
     OPTIONS[:fence] ? lease.fenced { ReportLine.create!(row) } : ReportLine.create!(row)
   end
 
-  # The lease was just found held. Then the world stops, while the job computes its line (50 ms, holding the GVL):
-  # the whole process, its renewer thread included; SIGSTOP takes effect within microseconds of kill returning.
-  # Returns when it was resumed; the job writes at once, as a job that never noticed the pause would (and says so
-  # after). Its renewer wakes too, but waits for the GVL, which CRuby hands over after 100 ms at the soonest.
+  # The lease was just found held. Then the world stops, the renewer thread with it (see stop_the_world).
   def stall(me, line)
     say(me, "stalls before writing line #{line} (SIGSTOP), still holding token #{lease.token}")
-    Process.kill(:STOP, Process.pid)
-    computed = now + 0.05
-    nil while now < computed
-    now
+    stop_the_world
   end
 end
 
@@ -249,6 +321,11 @@ shown += " (a throwaway server)" if cluster
 shown += ", Sidekiq #{Sidekiq::VERSION}" if REDIS
 shown = shown.sub(" (its fence: ", " (a throwaway redis-server, appendfsync always; its fence: ") if redis_server
 setup.close
+# Under Solid Queue: the Rails application, initialized (its lease store configured), with Solid Queue's tables.
+if SOLID_QUEUE
+  require_relative "nightly_report/solid_queue"
+  shown += ", #{SolidQueueStory.described}"
+end
 connect
 ActiveRecord::Migration.verbose = false
 ActiveRecord::Schema.define do
@@ -268,12 +345,102 @@ ActiveRecord::Schema.define do
     t.integer :highest, null: false
     t.integer :line, null: false
   end
+  create_table(:job_runs, if_not_exists: true) do |t|
+    t.integer :account_id, null: false
+    t.integer :worker, null: false
+    t.integer :pid, null: false
+    t.integer :run, null: false
+  end
 end
 account = Account.create!(name: "Acme")
 ActiveRecord::Base.connection_handler.clear_all_connections! # no SQLite or PostgreSQL connection crosses a fork
 limited = LIMIT > 1 ? ", up to #{LIMIT} jobs at once" : ""
 say("run", "#{options[:workers]} workers#{limited}, ttl #{options[:ttl]}s, worker 7 stalls #{options[:pause]}s; " \
            "#{shown}")
+
+# The lease's events on the timeline, each said by the worker whose job it is (+who+, of the event's payload).
+def tell_lease_events(&who)
+  ActiveSupport::Notifications.subscribe(/\.lease_machines\z/) do |event|
+    payload = event.payload
+    me = who.call(payload)
+    case event.name.delete_suffix(".lease_machines")
+    when "acquire"
+      slot = LIMIT > 1 ? "slot #{payload[:slot]} of " : ""
+      say(me, "acquired #{slot}#{payload[:resource]}: token #{payload[:token]}")
+    when "conflict"
+      say(me, "#{payload[:resource]} is held elsewhere: retry later") if payload[:conflicts].zero?
+    when "lost" then say(me, "lease lost (#{payload[:reason]})")
+    when "release"
+      say(me, "released token #{payload[:token]}#{" in slot #{payload[:slot]}" if LIMIT > 1} (#{payload[:status]})")
+    end
+  end
+end
+
+# A story's verdict: its exit status (0 safe, 1 unsafe, 2 inconclusive), as a word, and what it counted.
+Verdict = Data.define(:status, :word, :stale, :at_once)
+
+# How many of a slot's lines, numbered in commit order (+numbers+: tokens, or runs), are stale writes. Under Solid
+# Queue, every line committed after a line of a later number; otherwise each place the numbers fall back (a stale
+# job's lines in a row count once).
+def stale_writes(numbers)
+  return numbers.each_cons(2).count { |earlier, later| later < earlier } unless SOLID_QUEUE
+
+  numbers.each_index.count { |at| at.positive? && numbers[at] < numbers.first(at).max }
+end
+
+# The verdict, from what the database committed for +account+: each slot's lines in commit order (one slot without a
+# limit), numbered by their lease's token, or by their run under limits_concurrency (+numbered_by+ "run"). Printed;
+# returns a Verdict. +stalled+: whether worker 7 stalled; +failed+: how many workers failed; +expected_unsafe+: a safe
+# verdict is inconclusive (limits_concurrency, which fences nothing, was meant to show the stale write land).
+def verdict(account, stalled:, failed:, numbered_by: "token", expected_unsafe: false)
+  connect
+  lines = ReportLine.where(account_id: account.id).order(:id).pluck(:slot, :token, :worker, :line)
+  by_slot = lines.group_by(&:first).sort.to_h { |slot, rows| [slot, rows.map { _1[1] }] }
+  stale = by_slot.values.sum { stale_writes(_1) }
+  # Each job (a slot's token) wrote from its first line to its last; the most jobs whose lines overlap.
+  spans = lines.each_index.group_by { lines[_1].first(2) }.values.map(&:minmax)
+  at_once = lines.each_index.map { |at| spans.count { |first, last| first <= at && at <= last } }.max || 0
+  refused = RefusedWrite.where(account_id: account.id).order(:id).pluck(:worker, :slot, :token, :highest, :line)
+  # The story happened: worker 7 stalled, and every other job wrote its whole report; under a limit, as many jobs as
+  # it allows wrote at once, and worker 7's slot went to a successor.
+  short = WORKER_IDS.drop(1).reject { |worker| lines.count { _3 == worker } == OPTIONS[:lines] }
+  why = if !stalled then "worker 7 never stalled"
+        elsif short.any? then "workers #{short.join(", ")} did not write their whole report"
+        elsif LIMIT > 1 && at_once < LIMIT then "at most #{at_once} jobs wrote at once, not #{LIMIT}"
+        elsif LIMIT > 1 && by_slot.fetch(0, []).none? { _1 > 1 } then "no job took worker 7's slot after it"
+        elsif expected_unsafe then "no stale write landed, though nothing fenced worker 7's"
+        end
+
+  runs = ->(tokens) { tokens.chunk_while { _1 == _2 }.map { "#{_1.first}x#{_1.size}" }.join(" ") }
+  puts
+  if LIMIT == 1
+    puts "report lines in commit order, by #{numbered_by}: #{runs.call(by_slot.fetch(0, []))}"
+  else
+    puts "report lines in commit order, by slot and token: " \
+         "#{by_slot.map { |slot, tokens| "slot #{slot}: #{runs.call(tokens)}" }.join("; ")}"
+  end
+  refused.each do |worker, slot, token, highest, line|
+    puts "refused: worker #{worker}'s line #{line} with token #{token}#{" in slot #{slot}" if LIMIT > 1} (the fence " \
+         "had seen #{highest}); in the report: #{lines.include?([slot, token, worker, line]) ? "yes" : "no"}"
+  end
+  together = LIMIT == 1 ? "jobs interleaved: #{at_once > 1 ? 1 : 0}" : "most jobs writing at once: #{at_once}"
+  puts "stale writes landed: #{stale}; #{together}; workers failed: #{failed}"
+  if stale.zero? && at_once <= LIMIT && failed.zero?
+    if why
+      puts "VERDICT: inconclusive: #{why}"
+      return Verdict.new(2, "inconclusive", stale, at_once)
+    end
+    limited = LIMIT > 1 ? "Never more than #{LIMIT} jobs wrote at once. " : ""
+    puts "VERDICT: safe. #{limited}" \
+         "#{refused.empty? ? "No write was refused this time." : "Worker 7's stale write was refused."}"
+    Verdict.new(0, "safe", stale, at_once)
+  else
+    puts "VERDICT: UNSAFE"
+    Verdict.new(1, "unsafe", stale, at_once)
+  end
+end
+
+exit SolidQueueStory.tell_story(account) if SOLID_QUEUE
 
 # A Sidekiq process's launcher, embedded in the worker process: it fetches the jobs of the worker's own queue (so
 # that worker 7's job runs in the process that stalls), and its scheduler moves the retries that are due back to their
@@ -302,19 +469,7 @@ work = lambda do |worker|
   sidekiq = start_sidekiq(worker) if REDIS
   ActiveJob::Base.queue_adapter = :async unless sidekiq
   me = "worker #{worker}"
-  ActiveSupport::Notifications.subscribe(/\.lease_machines\z/) do |event|
-    payload = event.payload
-    case event.name.delete_suffix(".lease_machines")
-    when "acquire"
-      slot = LIMIT > 1 ? "slot #{payload[:slot]} of " : ""
-      say(me, "acquired #{slot}#{payload[:resource]}: token #{payload[:token]}")
-    when "conflict"
-      say(me, "#{payload[:resource]} is held elsewhere: retry later") if payload[:conflicts].zero?
-    when "lost" then say(me, "lease lost (#{payload[:reason]})")
-    when "release"
-      say(me, "released token #{payload[:token]}#{" in slot #{payload[:slot]}" if LIMIT > 1} (#{payload[:status]})")
-    end
-  end
+  tell_lease_events { me }
   NightlyReportJob.set(queue: "worker-#{worker}").perform_later(account, worker)
   finished = NightlyReportJob::DONE.pop(timeout: 60)
   say(me, "gave up waiting for its job") unless finished
@@ -342,50 +497,4 @@ if stalled
   _, status = Process.waitpid2(seven)
 end
 statuses = [status] + pids.drop(1).map { Process.waitpid2(_1).last }
-
-# The verdict, from what the database committed: each slot's lines in commit order (one slot without a limit).
-connect
-lines = ReportLine.where(account_id: account.id).order(:id).pluck(:slot, :token, :worker, :line)
-by_slot = lines.group_by(&:first).sort.to_h { |slot, rows| [slot, rows.map { _1[1] }] }
-stale = by_slot.values.sum { |tokens| tokens.each_cons(2).count { |earlier, later| later < earlier } }
-# Each job (a slot's token) wrote from its first line to its last; the most jobs whose lines overlap.
-spans = lines.each_index.group_by { lines[_1].first(2) }.values.map(&:minmax)
-at_once = lines.each_index.map { |at| spans.count { |first, last| first <= at && at <= last } }.max || 0
-refused = RefusedWrite.where(account_id: account.id).order(:id).pluck(:worker, :slot, :token, :highest, :line)
-# The story happened: worker 7 stalled, and every other job wrote its whole report; under a limit, as many jobs as it
-# allows wrote at once, and worker 7's slot went to a successor.
-short = WORKER_IDS.drop(1).reject { |worker| lines.count { _3 == worker } == options[:lines] }
-why = if !stalled then "worker 7 never stalled"
-      elsif short.any? then "workers #{short.join(", ")} did not write their whole report"
-      elsif LIMIT > 1 && at_once < LIMIT then "at most #{at_once} jobs wrote at once, not #{LIMIT}"
-      elsif LIMIT > 1 && by_slot.fetch(0, []).none? { _1 > 1 } then "no job took worker 7's slot after it"
-      end
-
-runs = ->(tokens) { tokens.chunk_while { _1 == _2 }.map { "#{_1.first}x#{_1.size}" }.join(" ") }
-puts
-if LIMIT == 1
-  puts "report lines in commit order, by token: #{runs.call(by_slot.fetch(0, []))}"
-else
-  puts "report lines in commit order, by slot and token: " \
-       "#{by_slot.map { |slot, tokens| "slot #{slot}: #{runs.call(tokens)}" }.join("; ")}"
-end
-refused.each do |worker, slot, token, highest, line|
-  puts "refused: worker #{worker}'s line #{line} with token #{token}#{" in slot #{slot}" if LIMIT > 1} (the fence " \
-       "had seen #{highest}); in the report: #{lines.include?([slot, token, worker, line]) ? "yes" : "no"}"
-end
-failed = statuses.count { !_1.success? }
-together = LIMIT == 1 ? "jobs interleaved: #{at_once > 1 ? 1 : 0}" : "most jobs writing at once: #{at_once}"
-puts "stale writes landed: #{stale}; #{together}; workers failed: #{failed}"
-safe = stale.zero? && at_once <= LIMIT && statuses.all?(&:success?)
-if safe && why
-  puts "VERDICT: inconclusive: #{why}"
-  exit 2
-elsif safe
-  limited = LIMIT > 1 ? "Never more than #{LIMIT} jobs wrote at once. " : ""
-  puts "VERDICT: safe. #{limited}" \
-       "#{refused.empty? ? "No write was refused this time." : "Worker 7's stale write was refused."}"
-  exit 0
-else
-  puts "VERDICT: UNSAFE"
-  exit 1
-end
+exit verdict(account, stalled: stalled, failed: statuses.count { !_1.success? }).status

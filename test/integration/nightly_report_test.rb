@@ -4,6 +4,7 @@ require "test_helper"
 require "open3"
 require "securerandom"
 require "support/redis_support"
+require "support/nightly_report_support"
 
 # bin/nightly-report as a user runs it: real ActiveJob workers in separate processes, one SQLite or PostgreSQL
 # database. Worker 7's job stalls past its TTL, a successor takes over, and the stalled job's late write is refused by
@@ -12,7 +13,7 @@ require "support/redis_support"
 # ActiveJob's :sidekiq adapter), their leases in a throwaway redis-server and the fence in SQLite or PostgreSQL.
 class NightlyReportTest < Minitest::Test
   include RedisStoreSupport
-  COMMAND = File.expand_path("../../bin/nightly-report", __dir__)
+  include NightlyReportSupport
 
   def setup
     plain_suite_only!("forks job workers")
@@ -157,16 +158,6 @@ class NightlyReportTest < Minitest::Test
     assert status.success?, output
     assert_match(/its fence: postgresql:/, output)
     assert_limited_story(output)
-  end
-
-  # Worker 7's story with three workers and one slot: held elsewhere, stalled, taken over, refused, lost.
-  def assert_refused_story(output)
-    assert_match(/worker 12\s+NightlyReportJob:Account\/1 is held elsewhere: retry later$/, output)
-    assert_match(/worker 7\s+stalls before writing line 3 \(SIGSTOP\), still holding token 1$/, output)
-    assert_match(/worker (12|19)\s+acquired NightlyReportJob:Account\/1: token 2$/, output)
-    assert_match(/worker 7\s+REFUSED: token 1 is older than the fence's [23]; line 3 rolled back$/, output)
-    assert_match(/worker 7\s+LeaseLost \(lost\): stops without writing more$/, output)
-    assert_match(/^report lines in commit order, by token: 1x2 2x5 3x5$/, output)
   end
 
   def require_sidekiq!

@@ -127,7 +127,6 @@ module LeaseMachines
       end
       @stores = []
       clock = @clock
-      path = @path
       stores = @stores
       @errors = []
       @configured = SETTINGS.to_h { [_1, LeaseMachines::Jobs.configuration.public_send(_1)] }
