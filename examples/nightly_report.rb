@@ -35,6 +35,7 @@
 # with an older token than one before it in its slot) or more jobs than the limit wrote at once (their first to last
 # lines overlapping in commit order), 2 when inconclusive or for a usage error (one line on stderr).
 require_relative "support/command_line"
+require_relative "support/stall"
 
 def usage_error(message) = CommandLine.usage_error("nightly-report", message)
 def number(text, range, must) = CommandLine.number(text, range, must)
@@ -237,17 +238,6 @@ class JobRun < ActiveRecord::Base
   end
 end
 
-# The job stops its own process, while it computes its line (50 ms, holding the GVL): the whole process, its
-# threads included; SIGSTOP takes effect within microseconds of kill returning. Returns when it was resumed; the job
-# writes at once, as a job that never noticed the pause would (and says so after). Another thread of the process
-# wakes too, but waits for the GVL, which CRuby hands over after 100 ms at the soonest.
-def stop_the_world
-  Process.kill(:STOP, Process.pid)
-  computed = now + 0.05
-  nil while now < computed
-  now
-end
-
 class NightlyReportJob < ActiveJob::Base
   include LeaseMachines::HoldsLease
   holds_lease key: ->(account, _worker) { account }, ttl: OPTIONS[:ttl], renew_every: OPTIONS[:ttl] / 3,
@@ -299,10 +289,10 @@ class NightlyReportJob < ActiveJob::Base
     OPTIONS[:fence] ? lease.fenced { ReportLine.create!(row) } : ReportLine.create!(row)
   end
 
-  # The lease was just found held. Then the world stops, the renewer thread with it (see stop_the_world).
+  # The lease was just found held. Then the world stops, the renewer thread with it (see Stall.stop_the_world).
   def stall(me, line)
     say(me, "stalls before writing line #{line} (SIGSTOP), still holding token #{lease.token}")
-    stop_the_world
+    Stall.stop_the_world
   end
 end
 

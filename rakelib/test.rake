@@ -27,7 +27,8 @@ GC_STRESS_FILES = -> { TEST_FILES.select { _1.start_with?("test/native/") || Fil
 # The Rails tests, which run again on the second Rails lane (gemfiles/rails_7_2.gemfile): holds_lease and the Railtie,
 # the stories told with real Rails jobs (Solid Queue's, Sidekiq's), the Rails 8.1 features that skip on 7.2 saying so.
 RAILS_TEST_FILES = FileList["test/active_job/*_test.rb", "test/integration/nightly_report_test.rb",
-                            "test/integration/solid_queue_test.rb"].existing
+                            "test/integration/solid_queue_test.rb",
+                            "test/integration/solid_queue_lost_test.rb"].existing
 
 namespace :test do
   desc "Run the Rails tests on Rails 7.2 (gemfiles/rails_7_2.gemfile), the second Rails lane"

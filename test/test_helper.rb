@@ -154,11 +154,24 @@ module LeaseMachines
     # The URL of a new, empty schema in the suite's PostgreSQL cluster (skipped where there is none): the store
     # creates its tables there at first use.
     def fresh_postgres_schema_url
+      schema = "t_#{SecureRandom.hex(6)}"
+      "#{create_in_postgres("SCHEMA", schema).url}?options=-csearch_path%3D#{schema}"
+    end
+
+    # The URL of a new, empty database in the suite's PostgreSQL cluster (skipped where there is none), its name
+    # starting with +prefix+.
+    def fresh_postgres_database_url(prefix)
+      database = "#{prefix}_#{SecureRandom.hex(4)}"
+      create_in_postgres("DATABASE", database).url.sub(%r{/postgres\z}, "/#{database}")
+    end
+
+    # Creates +kind+ (SCHEMA, DATABASE) +name+ in the suite's PostgreSQL cluster (skipped where there is none), and
+    # returns the cluster.
+    def create_in_postgres(kind, name)
       cluster = require_postgres!
       require "pg"
-      schema = "t_#{SecureRandom.hex(6)}"
-      PG.connect(cluster.url) { _1.exec("CREATE SCHEMA #{schema}") }
-      "#{cluster.url}?options=-csearch_path%3D#{schema}"
+      PG.connect(cluster.url) { _1.exec("CREATE #{kind} #{name}") }
+      cluster
     end
 
     # The extension's private methods (the native calls) made while the block runs, in order.
@@ -185,6 +198,18 @@ module LeaseMachines
     # Skip a test of this checkout's scripts when the suite runs against an installed gem.
     def checkout_only!(what)
       skip "#{what}, not the installed gem" if INSTALLED
+    end
+
+    # Skip a test that runs Solid Queue's processes in this checkout's Rails application (+what+ says which) where
+    # they cannot run: under GC.stress or RBS's runtime checks (neither reaches a child), against an installed gem,
+    # or without sqlite3 or the solid_queue gem.
+    def requires_solid_queue!(what)
+      plain_suite_only!("forks Solid Queue's processes")
+      checkout_only!("runs this checkout's #{what}")
+      requires_sqlite3!
+      Gem::Specification.find_by_name("solid_queue")
+    rescue Gem::MissingSpecError
+      skip "Solid Queue is not installed for this Ruby"
     end
 
     # A fresh directory named after +prefix+, removed after the test (made writable first, since a test may have

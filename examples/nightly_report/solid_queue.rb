@@ -5,26 +5,23 @@
 # (OPTIONS, DATABASE, DATABASE_CONFIG, POSTGRES, SCRATCH, WORKER_IDS, ...), with Rails and Solid Queue loaded before
 # lease_machines (so its Railtie is there, as in an application).
 #
-# - A minimal Rails application: its root a scratch directory holding config/database.yml (the application's
-#   database, where the report, the leases and their fence are; with --queue-database a queue database besides,
-#   Rails 8's layout: config.solid_queue.connects_to = { database: { writing: :queue } }), ActiveJob's :solid_queue
-#   adapter, eager loading off, a silent logger. Its initializer configures the lease store as an application's
-#   config/initializers/lease_machines.rb would: one LeaseMachines::Store, opened before Solid Queue forks, which
-#   each forked worker process opens again, one per thread (Store#reopen).
-# - Solid Queue's processes, from SolidQueue::Supervisor.start(mode: :fork) in a child of this script: a worker
-#   process per story worker (a queue of its own, one thread, polling every 50 ms), so that worker 7's job stops the
-#   process it runs in and no other job, and a dispatcher that moves the retries retry_job schedules to their queues
-#   every 50 ms (and maintains the concurrency limits every 100 ms).
+# - A minimal Rails application and Solid Queue's processes (examples/support/solid_queue_app.rb, which the suite's
+#   Solid Queue tests share): the application's database holds the report, the leases and their fence (with
+#   --queue-database Solid Queue's tables are in a queue database besides, Rails 8's layout); its initializer
+#   configures one LeaseMachines::Store, opened before Solid Queue forks, which each forked worker process opens
+#   again. The supervisor (fork mode, in a child of this script) runs a worker process per story worker (a queue of
+#   its own, one thread), so that worker 7's job stops the process it runs in and no other job, and a dispatcher that
+#   brings the retries back.
 # - The story: worker 7's job is enqueued first, the others' once it started. It records its process and stops it
-#   (SIGSTOP); this script finds the process stopped (its state in /proc/PID/stat), resumes it after --pause
-#   (SIGCONT), waits for every job to finish (Solid Queue's jobs table), and stops the supervisor (SIGTERM), which
-#   stops its processes.
+#   (SIGSTOP: examples/support/stall.rb); this script finds the process stopped (its state in /proc/PID/stat),
+#   resumes it after --pause (SIGCONT), waits for every job to finish (Solid Queue's jobs table), and stops the
+#   supervisor (SIGTERM), which stops its processes.
 # - --compare: the story with NightlyReportJob (holds_lease), then with LimitedReportJob, which declares Solid
 #   Queue's own limits_concurrency with the TTL as its duration: a semaphore taken when the job is enqueued, no
 #   lease, no fence. Worker 7's job stalls past the duration; the dispatcher's concurrency maintenance deletes the
 #   expired semaphore and releases the next job, and nothing tells worker 7's. A table compares the two.
 require "pg" if POSTGRES
-require "yaml"
+require_relative "../support/solid_queue_app"
 
 module SolidQueueStory
   # The Rails application's root (config/database.yml), removed at the end.
@@ -41,86 +38,19 @@ module SolidQueueStory
                      File.join(SCRATCH, "queue.sqlite3")
                    end
 
-  # config/database.yml: the application's database, and Solid Queue's when it has one of its own.
-  def self.write_database_yml
-    primary = DATABASE_CONFIG.to_h { |key, value| [key.to_s, value.is_a?(Symbol) ? value.to_s : value] }
-    databases = if QUEUE_DATABASE
-                  queue = primary.merge(POSTGRES ? "url" : "database" => QUEUE_DATABASE)
-                  { "primary" => primary, "queue" => queue.merge("migrations_paths" => "db/queue_migrate") }
-                else
-                  primary
-                end
-    FileUtils.mkdir_p(File.join(ROOT, "config"))
-    File.write(File.join(ROOT, "config", "database.yml"), { Rails.env.to_s => databases }.to_yaml)
-  end
-
-  # The processes, as config/queue.yml would list them (the supervisor's options).
-  PROCESSES = {
-    mode: :fork, config_file: nil, skip_recurring: true,
-    workers: WORKER_IDS.map { { queues: "worker-#{_1}", threads: 1, processes: 1, polling_interval: 0.05 } },
-    dispatchers: [{ polling_interval: 0.05, concurrency_maintenance_interval: 0.1 }]
-  }.freeze
+  # The processes: a worker process per story worker, on a queue of its own, and a dispatcher.
+  PROCESSES = SolidQueueApp.processes(WORKER_IDS.map { "worker-#{_1}" })
 
   # How long worker 7's job may take to start (Solid Queue's processes booting included), and to stop itself; how
-  # long the jobs may take to finish, and the supervisor to stop.
-  START_TIMEOUT = 30
+  # long the jobs may take to finish.
+  START_TIMEOUT = SolidQueueApp::START_TIMEOUT
   FINISH_TIMEOUT = 60
-  STOP_TIMEOUT = 20
 end
 
-SolidQueueStory.write_database_yml
-
-# On Rails 7.2, SQLite's connections as Rails 8 has them. Rails 8 waits for SQLite's write lock with sqlite3's
-# busy_handler_timeout, which lets the process's other threads run; 7.2's busy timeout waits in C holding the GVL, so
-# a thread of Solid Queue's waiting for the lock that another thread of its process holds (the dispatcher's poller,
-# and its concurrency maintenance, which writes under limits_concurrency) stalls that thread until the timeout runs
-# out, and every process with it ("database is locked"). And Rails 8 silences sqlite3's warning, in a forked child,
-# that the parent's connections were closed there: ActiveRecord's, and the lease store's, which the child opens again.
-if !POSTGRES && ActiveRecord.version < Gem::Version.new("8.0")
-  require "sqlite3"
-  SQLite3::ForkSafety.suppress_warnings!
-  ActiveSupport.on_load(:active_record_sqlite3adapter) do
-    prepend(Module.new do
-      def configure_connection
-        super
-        timeout = @config[:timeout]
-        @raw_connection.busy_handler_timeout = self.class.type_cast_config_to_integer(timeout) if timeout
-      end
-    end)
-  end
-end
-
-class NightlyReportApplication < Rails::Application
-  config.load_defaults "#{Rails::VERSION::MAJOR}.#{Rails::VERSION::MINOR}"
-  config.root = SolidQueueStory::ROOT
-  config.eager_load = false
-  config.enable_reloading = false
-  config.logger = ActiveSupport::Logger.new(File::NULL)
-  config.secret_key_base = "nightly-report"
-  config.active_job.queue_adapter = :solid_queue
-  config.solid_queue.connects_to = { database: { writing: :queue } } if SolidQueueStory::QUEUE_DATABASE
-
-  # config/initializers/lease_machines.rb: one Store, opened here, before Solid Queue forks its processes; each
-  # of them opens it again (Store#reopen), one per thread. Not a factory.
-  initializer "nightly_report.lease_store" do
-    LeaseMachines::Jobs.store = LeaseMachines::Store.new(DATABASE)
-  end
-end
-Rails.application.initialize!
-
-# Solid Queue's tables, from the schema its installer writes to db/queue_schema.rb: in the queue database (what
-# bin/rails db:prepare does there), or in the application's.
-ActiveRecord::Migration.verbose = false
-queue_schema = SolidQueue::Engine.root.join("lib/generators/solid_queue/install/templates/db/queue_schema.rb")
-if SolidQueueStory::QUEUE_DATABASE
-  begin
-    ActiveRecord::Base.establish_connection(:queue)
-    load queue_schema
-  ensure
-    ActiveRecord::Base.establish_connection
-  end
-else
-  load queue_schema
+class NightlyReportApplication < Rails::Application; end
+SolidQueueApp.boot(NightlyReportApplication, root: SolidQueueStory::ROOT, database: DATABASE_CONFIG,
+                                             postgres: POSTGRES, queue_database: SolidQueueStory::QUEUE_DATABASE) do
+  LeaseMachines::Store.new(DATABASE)
 end
 
 # The same report under Solid Queue's own concurrency control instead of a lease: one job of the account at a time,
@@ -138,7 +68,7 @@ class LimitedReportJob < ActiveJob::Base
       if worker == 7 && line == STALLED_LINE
         say(me, "stalls before writing line #{line} (SIGSTOP); its semaphore expires #{OPTIONS[:ttl]}s after it was " \
                 "taken")
-        resumed = stop_the_world
+        resumed = Stall.stop_the_world
         say(me, "resumes (SIGCONT), unaware, and writes line #{line} (run #{run})", at: resumed)
       end
       ReportLine.create!(account_id: account.id, worker: worker, slot: 0, token: run, line: line)
@@ -207,25 +137,19 @@ module SolidQueueStory
   # process resumed once it stopped itself, every job waited for; the supervisor stopped in any case. Returns
   # [stalled, failed]: whether worker 7's process stopped, and how many workers' jobs failed or never finished.
   def run(job, account)
-    ActiveRecord::Base.connection_handler.clear_all_connections! # no SQLite or PostgreSQL connection crosses a fork
-    supervisor = fork { SolidQueue::Supervisor.start(**PROCESSES) }
-    if wait_for(START_TIMEOUT) { up?(supervisor) }
-      say("run", "Solid Queue is up: its supervisor (fork mode), #{WORKER_IDS.size} worker processes, a dispatcher")
+    SolidQueueApp.supervise(PROCESSES) do |_supervisor, up|
+      if up
+        say("run", "Solid Queue is up: its supervisor (fork mode), #{WORKER_IDS.size} worker processes, a dispatcher")
+      end
+      enqueue(job, account, WORKER_IDS.first) # worker 7's job starts first, and takes token 1 (or the semaphore)
+      seven = wait_for(START_TIMEOUT) { JobRun.find_by(account_id: account.id, worker: WORKER_IDS.first)&.pid }
+      WORKER_IDS.drop(1).each { enqueue(job, account, _1) }
+      stalled = seven ? resume(seven, job) : false
+      wait_for(FINISH_TIMEOUT) { unfinished(job).empty? }
+      [stalled, failures(job)]
+    ensure
+      say("run", "stops Solid Queue (SIGTERM to its supervisor)")
     end
-    enqueue(job, account, WORKER_IDS.first) # worker 7's job starts first, and takes token 1 (or the semaphore)
-    seven = wait_for(START_TIMEOUT) { JobRun.find_by(account_id: account.id, worker: WORKER_IDS.first)&.pid }
-    WORKER_IDS.drop(1).each { enqueue(job, account, _1) }
-    stalled = seven ? resume(seven, job) : false
-    wait_for(FINISH_TIMEOUT) { unfinished(job).empty? }
-    [stalled, failures(job)]
-  ensure
-    stop(supervisor) if supervisor
-  end
-
-  # Whether the supervisor (+pid+) has registered its processes, every worker and the dispatcher: they poll.
-  def up?(pid)
-    supervisor = SolidQueue::Process.where(pid: pid, kind: "Supervisor(fork)").select(:id)
-    SolidQueue::Process.where(supervisor_id: supervisor).count == WORKER_IDS.size + 1
   end
 
   def enqueue(job, account, worker) = job.set(queue: "worker-#{worker}").perform_later(account, worker)
@@ -233,8 +157,8 @@ module SolidQueueStory
   # Waits for worker 7's process (+pid+) to stop, then resumes it after the pause (at once, should this script be
   # interrupted while it waits). Returns whether it stopped: false when its job finished first, or never stopped.
   def resume(pid, job)
-    wait_for(START_TIMEOUT) { stopped?(pid) || !unfinished(job).include?("worker-7") }
-    return false unless stopped?(pid)
+    wait_for(START_TIMEOUT) { Stall.stopped?(pid) || !unfinished(job).include?("worker-7") }
+    return false unless Stall.stopped?(pid)
 
     say("run", "worker 7 is stopped; resuming it in #{OPTIONS[:pause]}s")
     begin
@@ -245,21 +169,8 @@ module SolidQueueStory
     true
   end
 
-  # Whether process +pid+ is stopped: the state in /proc/PID/stat, after the command's name in parentheses (which
-  # may hold any character).
-  def stopped?(pid)
-    stat = File.read("/proc/#{pid}/stat")
-    stat[stat.rindex(")") + 2] == "T"
-  rescue Errno::ENOENT, Errno::ESRCH
-    false
-  end
-
-  # The queues (one a worker) of +job+'s jobs that are still to finish, failed ones aside: scheduled (a retry),
-  # blocked, ready or running.
-  def unfinished(job)
-    SolidQueue::Job.where(class_name: job.name, finished_at: nil)
-                   .where.not(id: SolidQueue::FailedExecution.select(:job_id)).pluck(:queue_name)
-  end
+  # The queues (one a worker) of +job+'s jobs that are still to finish, failed ones aside.
+  def unfinished(job) = SolidQueueApp.unfinished(SolidQueue::Job.where(class_name: job.name)).pluck(:queue_name)
 
   # Says which workers' jobs failed or never finished; returns how many.
   def failures(job)
@@ -269,19 +180,6 @@ module SolidQueueStory
           failure ? "its job failed: #{failure.exception_class}: #{failure.message}" : "gave up waiting for its job")
       row.queue_name
     end.uniq.size
-  end
-
-  # SIGTERM, as a deploy stops Solid Queue: the supervisor stops its processes (SIGTERM, then SIGQUIT after
-  # SolidQueue.shutdown_timeout) and exits. SIGKILL if it has not within STOP_TIMEOUT.
-  def stop(supervisor)
-    say("run", "stops Solid Queue (SIGTERM to its supervisor)")
-    Process.kill(:TERM, supervisor)
-    return if wait_for(STOP_TIMEOUT) { Process.waitpid(supervisor, Process::WNOHANG) }
-
-    Process.kill(:KILL, supervisor)
-    Process.waitpid(supervisor)
-  rescue Errno::ESRCH, Errno::ECHILD
-    nil
   end
 
   # In the dispatcher: its concurrency maintenance releasing a blocked job (limits_concurrency's), on the timeline.
@@ -295,15 +193,5 @@ module SolidQueueStory
     end
   end
 
-  # The block's value once it is truthy (asked every 20 ms), or nil after +timeout+ seconds.
-  def wait_for(timeout)
-    deadline = now + timeout
-    loop do
-      value = yield
-      return value if value
-      return if now > deadline
-
-      sleep 0.02
-    end
-  end
+  def wait_for(timeout, &) = SolidQueueApp.wait_for(timeout, &)
 end

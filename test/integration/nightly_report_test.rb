@@ -114,11 +114,7 @@ class NightlyReportTest < Minitest::Test
 
   # --database postgresql://...: the user's database, kept; without the fence the stale line lands there.
   def test_on_a_postgresql_database_without_the_fence_the_stale_write_lands_and_is_kept
-    cluster = require_postgres!
-    require "pg"
-    database = "lm_nightly_#{SecureRandom.hex(4)}"
-    PG.connect(cluster.url) { _1.exec("CREATE DATABASE #{database}") }
-    url = cluster.url.sub(%r{/postgres\z}, "/#{database}")
+    url = fresh_postgres_database_url("lm_nightly")
     output, status = Open3.capture2e(COMMAND, "--workers", "2", "--ttl", "0.6", "--database", url, "--without-fence")
     assert_equal 1, status.exitstatus, output
     assert_match(/worker 7\s+wrote line 3 with token 1$/, output)

@@ -17,16 +17,7 @@ class SolidQueueTest < Minitest::Test
   IN_THE_APPLICATIONS = /Rails [78]\.\d+\.\S+, Solid Queue 1\.\d+\.\d+ \(its tables in the application's database\)$/
   IN_A_QUEUE_DATABASE = /Rails [78]\.\d+\.\S+, Solid Queue 1\.\d+\.\d+ \(its tables in a queue database of their own, /
 
-  def setup
-    plain_suite_only!("forks Solid Queue's processes")
-    checkout_only!("runs this checkout's bin/nightly-report")
-    requires_sqlite3!
-    begin
-      Gem::Specification.find_by_name("solid_queue")
-    rescue Gem::MissingSpecError
-      skip "Solid Queue is not installed for this Ruby"
-    end
-  end
+  def setup = requires_solid_queue!("bin/nightly-report")
 
   def test_on_solid_queue_the_stalled_jobs_late_write_is_refused
     output = solid_queue_story
