@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "open3"
+require_relative "capture"
 
 # Simulated hosts on one machine, for examples and fault tests: each host is a network namespace of its own
 # (iproute2's `ip netns`) with a veth pair to the root namespace, and reaches the root namespace (where a server
@@ -85,10 +85,10 @@ class TestHosts
     return "no ip command (Debian 12's iproute2 package, which bin/setup installs)" unless ip
 
     name = "lmprobe#{Process.pid}"
-    out, status = Open3.capture2e(ip, "netns", "add", name)
+    out, status = Capture.capture2e(ip, "netns", "add", name)
     return "ip netns add failed: #{out.strip.gsub(/\s*\n\s*/, "; ")}" unless status.success?
 
-    Open3.capture2e(ip, "netns", "delete", name)
+    Capture.capture2e(ip, "netns", "delete", name)
     nil
   end
   private_class_method :probe
@@ -146,7 +146,7 @@ class TestHosts
 
   # Runs ip with +args+; raises Error with its output when it fails.
   def ip!(*args)
-    out, status = Open3.capture2e(self.class.ip, *args)
+    out, status = Capture.capture2e(self.class.ip, *args)
     raise Error, "ip #{args.join(" ")} failed: #{out.strip}" unless status.success?
 
     out
@@ -154,7 +154,7 @@ class TestHosts
 
   private
 
-  def ip(*args) = Open3.capture2e(self.class.ip, *args).last.success?
+  def ip(*args) = Capture.capture2e(self.class.ip, *args).last.success?
 
   # The first subnet 10.213.N.0/24 that no address or route of the root namespace mentions.
   def free_subnet

@@ -2,10 +2,10 @@
 
 require "etc"
 require "fileutils"
-require "open3"
 require "rbconfig"
 require "socket"
 require "uri"
+require_relative "capture"
 
 # A throwaway PostgreSQL cluster for tests and examples: Debian 12's own server (the postgresql package,
 # /usr/lib/postgresql/15/bin), a data directory of its own, trust authentication for the superuser `postgres`, a
@@ -238,7 +238,7 @@ class PostgresCluster
 
     user = Etc.getpwnam(USER)
     FileUtils.chown_R(user.uid, user.gid, dir)
-    _, status = Open3.capture2e("runuser", "-u", USER, "--", "test", "-w", dir)
+    _, status = Capture.capture2e("runuser", "-u", USER, "--", "test", "-w", dir)
     raise Error, "#{dir}: the #{USER} user cannot write there (a directory above it keeps it out)" \
       unless status.success?
   end
@@ -261,7 +261,7 @@ class PostgresCluster
   def capture(tool, *args, env: {})
     command = [*(env.empty? ? [] : ["env", *env.map { "#{_1}=#{_2}" }]), File.join(BIN, tool), *args]
     command = ["runuser", "-u", USER, "--", *command] if root?
-    Open3.capture2e(*command, chdir: @dir)
+    Capture.capture2e(*command, chdir: @dir)
   end
 
   def run!(tool, *args)
