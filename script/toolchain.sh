@@ -95,15 +95,28 @@ lm_bundle_install() {
   done
 }
 
-# lm_gemfile ROOT: the Gemfile of the Rails lane the binstubs run: $BUNDLE_GEMFILE when it names one of ROOT's
-# gemfiles/*.gemfile (BUNDLE_GEMFILE=gemfiles/rails_7_2.gemfile bin/rake ...), else ROOT/Gemfile (Rails 8.1's).
+# lm_gemfile ROOT: the Gemfile of the Rails lane the binstubs run: $BUNDLE_GEMFILE when it names ROOT's Gemfile or one
+# of its gemfiles/*.gemfile (BUNDLE_GEMFILE=gemfiles/rails_7_2.gemfile bin/rake ...; a relative path is from the
+# working directory, and symbolic links are resolved on both sides), else ROOT/Gemfile (Rails 8.1's). A BUNDLE_GEMFILE
+# that names no such file is said on stderr, not run.
 lm_gemfile() {
-  local gemfile="${BUNDLE_GEMFILE:-}"
-  case "$gemfile" in /*) ;; ?*) gemfile="$PWD/$gemfile" ;; esac
-  case "$gemfile" in
-    "$1"/gemfiles/*.gemfile) [ -f "$gemfile" ] && printf '%s\n' "$gemfile" && return ;;
-  esac
-  printf '%s/Gemfile\n' "$1"
+  local root gemfile="${BUNDLE_GEMFILE:-}" dir
+  root="$(cd -P "$1" && pwd)"
+  if [ -n "$gemfile" ]; then
+    dir="$(cd -P "$(dirname "$gemfile")" 2>/dev/null && pwd)" || dir=""
+    gemfile="$dir/$(basename "$gemfile")"
+    case "$gemfile" in
+      "$root/Gemfile" | "$root"/gemfiles/*.gemfile)
+        if [ -n "$dir" ] && [ -f "$gemfile" ]; then
+          printf '%s\n' "$gemfile"
+          return
+        fi
+        ;;
+    esac
+    printf '%s: BUNDLE_GEMFILE=%s is not %s/Gemfile nor one of its gemfiles/*.gemfile: running the Gemfile'"'"'s bundle\n' \
+      "bin/${0##*/}" "$BUNDLE_GEMFILE" "$root" >&2
+  fi
+  printf '%s/Gemfile\n' "$root"
 }
 
 # The precompiled platform gems (see rakelib/platform.rake) are built for the aarch64 CRubies too: Debian's builds,

@@ -12,8 +12,8 @@ module LeaseMachines
       def conflict(event)
         payload = event.payload
         warn do
-          line(event, "held by another owner; #{payload[:action]} " \
-                      "(#{payload[:conflicts]} of #{payload[:attempts]} retries spent)")
+          line(event, "held by another owner; #{payload[:action]}#{spent(payload[:action], payload[:conflicts],
+                                                                          payload[:attempts])}")
         end
       end
 
@@ -28,8 +28,8 @@ module LeaseMachines
       def loss(event)
         payload = event.payload
         warn do
-          line(event, "lost while the job ran (#{payload[:reason] || "unconfirmed"}); #{payload[:action]} " \
-                      "(#{payload[:losses]} of #{payload[:attempts]} retries spent)")
+          line(event, "lost while the job ran (#{payload[:reason] || "unconfirmed"}); #{payload[:action]}" \
+                      "#{spent(payload[:action], payload[:losses], payload[:attempts])}")
         end
       end
 
@@ -63,6 +63,14 @@ module LeaseMachines
       def logger = ::ActiveJob::Base.logger
 
       private
+
+      # The retries a conflict or a loss spent, where the action is to retry or retries were spent before it: nothing
+      # for a discard, a resume or a raise without retries.
+      def spent(action, spent, attempts)
+        return "" unless action == :retry || (action == :raise && spent.to_i.positive?)
+
+        " (#{spent} of #{attempts} retries spent)"
+      end
 
       def line(event, what)
         payload = event.payload
