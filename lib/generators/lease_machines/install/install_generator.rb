@@ -15,7 +15,8 @@ module LeaseMachines
       desc "Writes the migration that creates lease_machines_leases, lease_machines_fences, the semaphores' " \
            "lease_machines_slots and lease_machines_slot_fences, the event log lease_machines_events and, on " \
            "PostgreSQL, the token epochs' lease_machines_history (the " \
-           "lease store's schema, format 2) in the application's SQLite or PostgreSQL database, and an initializer " \
+           "lease store's schema, format 2), and the continuable jobs' lease_machines_progress, in the " \
+           "application's SQLite or PostgreSQL database, and an initializer " \
            "for config.lease_machines. Where an earlier version's migration created the format 1 tables, it writes " \
            "the migration that adds the event log instead."
 
@@ -84,6 +85,12 @@ module LeaseMachines
         require "lease_machines/store"
         schema = postgresql? ? LeaseMachines::Store::PostgreSQL::SCHEMA : LeaseMachines::Store::SCHEMA
         statements(schema).map(&:strip).reject { |sql| sql.lines.all? { _1.start_with?("--") } }
+      end
+
+      # The table of continuable jobs' progress (LeaseMachines::Jobs::Progress::SCHEMA), portable to both adapters.
+      def progress_schema
+        require "lease_machines/jobs"
+        LeaseMachines::Jobs::Progress::SCHEMA.strip
       end
 
       # +schema+ split into its statements at each line that ends with a semicolon, but not inside a dollar-quoted
