@@ -260,6 +260,29 @@ class ActiveJobContinuableTest < Minitest::Test
     refute ActiveRecord::Base.connection.table_exists?("lease_machines_progress"), "no progress kept but the job's"
   end
 
+  # The progress saved at the end of a perform fails (its table is gone), and a thread_error subscriber raises while
+  # the failure is reported: the lease is released and unregistered from the renewer all the same.
+  def test_a_failing_settle_still_releases_the_lease
+    subscription = ActiveSupport::Notifications.subscribe("thread_error.lease_machines") do
+      raise "alerting subscriber broke"
+    end
+    job = job_class(:SettleJob) do
+      include ActiveJob::Continuable
+      holds_lease key: ->(account) { account }, ttl: 30.0, renew_every: 10.0, progress: :fenced
+      define_method(:perform) do |_account|
+        step(:one) { |step| step.set!(1) }
+        ActiveRecord::Base.connection.drop_table(:lease_machines_progress) # the end-of-perform save fails
+      end
+    end
+    _, warned = capture_io { job.perform_now("acme") }
+
+    assert_equal [:released], events_named(:release).map { _1[:status] }
+    assert_empty renewer.leases
+    assert_match(/progress: reporting .* raised RuntimeError: alerting subscriber broke/m, warned)
+  ensure
+    ActiveSupport::Notifications.unsubscribe(subscription) if subscription
+  end
+
   def test_fenced_with_a_step_needs_a_cursor_and_a_step
     errors = []
     caught = lambda do |&call|

@@ -97,14 +97,16 @@ module LeaseMachines
 
       # The end of a perform that read its progress (however it ended): what it did is saved, unless the lease is lost
       # (the progress its successor saved stands). A failure is reported (as a release's is), never raised over the
-      # job's own outcome.
+      # job's own outcome, nor over the lease's release: an error handler or subscriber that raises while it is
+      # reported is warned about on stderr.
       def settle(job, lease)
         save(job, lease)
       rescue Loss
         nil
       rescue StandardError => e
-        Jobs.configuration.report(e, { during: "progress", resource: lease.resource, token: lease.token })
-        lease.instrument(:thread_error, error: e)
+        context = { during: "progress", resource: lease.resource, token: lease.token }
+        Renewer.reporting("progress", e) { Jobs.configuration.report(e, context) }
+        Renewer.reporting("progress", e) { lease.instrument(:thread_error, error: e) }
       end
 
       # JobLease#fenced with a step: the write (the block, given the connection) and the step's cursor moved to +to+,
