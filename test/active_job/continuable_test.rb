@@ -69,6 +69,22 @@ class ActiveJobContinuableTest < Minitest::Test
     held_elsewhere(resource)
   end
 
+  # A continuable job named +name+ (progress: :fenced, and +options+) whose step :lines is the block, run in the job
+  # and given the step and a stall: called with the job, it stalls past its TTL and another owner takes the lease.
+  def fenced_lines_job(name, **options, &lines)
+    clock = self.clock
+    store = other_store
+    stall = lambda do |job|
+      clock.advance(31.0)
+      store.acquire(resource: job.lease.resource, owner: 999, ttl: 30.0)
+    end
+    job_class(name) do
+      include ActiveJob::Continuable
+      holds_lease(key: ->(account) { account }, ttl: 30.0, renew_every: 10.0, progress: :fenced, **options)
+      define_method(:perform) { |_account| step(:lines, start: 0) { |step| instance_exec(step, stall, &lines) } }
+    end
+  end
+
   def report = Report.order(:id).pluck(:body, :token)
 
   def lines(*pairs) = pairs.map { |line, token| ["line #{line}", token] }
@@ -213,7 +229,8 @@ class ActiveJobContinuableTest < Minitest::Test
     assert_instance_of ActiveJob::Continuation::Interrupt, refused_set
     assert_equal [:lease_lost], interrupts
     assert_equal [[job_id, '{"completed":["lines"]}', 2]], progress_rows, "the copy's, not A's cursor 99"
-    assert_equal({ "completed" => [], "current" => ["lines", 99] }, enqueued_continuation, "A's own data")
+    assert_equal({ "completed" => [], "current" => ["lines", 2] }, enqueued_continuation,
+                 "A's own data: the cursor it last saved, not its refused 99")
 
     successor_gone
     perform_enqueued_jobs(at: Time.now + 60)
@@ -222,6 +239,61 @@ class ActiveJobContinuableTest < Minitest::Test
     assert_equal 5, @tried.size
     assert_equal [3], events_named(:acquire).map { _1[:token] }.last(1)
     assert_equal [[job_id, '{"completed":["lines"]}', 2]], progress_rows
+  end
+
+  # progress: :fenced. The holder stalls before its first save, which the fence refuses (no progress row yet): it
+  # is enqueued again with the progress it started from, not the refused cursor, and the resumption does every line.
+  def test_a_refused_first_cursor_update_is_not_resumed_from
+    tried = []
+    job = fenced_lines_job(:NoRowJob) do |step, stall|
+      if lease.token == 1
+        stall.call(self)
+        step.set!(99) # refused at its checkpoint
+      end
+      (step.cursor...LINES).each do |line|
+        tried << line
+        lease.fenced(step, to: line + 1) { Report.create!(body: "line #{line}", token: lease.token) }
+      end
+    end
+    job.perform_later("acme")
+    perform_enqueued_jobs
+    refute_equal ["lines", 99], enqueued_continuation["current"], "enqueued with what the fence accepted"
+    clock.advance(31.0)
+    perform_enqueued_jobs(at: Time.now + 60)
+
+    assert_equal [0, 1, 2, 3, 4], tried
+    assert_equal 5, report.size
+  end
+
+  # progress: :fenced. Every line after the first outlasts the TTL (another owner takes the lease meanwhile), so
+  # each cursor update after it is refused: a resumption that saved nothing has not advanced, and spends one of
+  # lost_attempts, instead of being resumed again and again from the same cursor.
+  def test_with_fenced_progress_losses_that_save_nothing_spend_lost_attempts
+    tried = []
+    job = fenced_lines_job(:SlowLinesJob, lost_attempts: 2) do |step, stall|
+      (step.cursor...3).each do |line|
+        tried << [line, lease.token]
+        stall.call(self) if line.positive? # the line outlasts the TTL
+        step.advance!
+      end
+    end
+    job.perform_later("acme")
+    error = nil
+    passes = 0
+    until enqueued_jobs.empty? || error || passes == 20
+      passes += 1
+      clock.advance(31.0)
+      begin
+        perform_enqueued_jobs(at: Time.now + 600)
+      rescue LeaseMachines::Fenced, LeaseMachines::LeaseLost => e
+        error = e
+      end
+    end
+
+    assert_instance_of LeaseMachines::Jobs::Refused, error
+    assert_equal [0, 1, 1, 1, 1], tried.map(&:first), "resumed once after saving line 0, then 2 lost attempts"
+    assert_equal %i[resume retry retry raise], losses.map(&:first)
+    assert_empty enqueued_jobs
   end
 
   # A write that would move the cursor under a lost lease is refused whole: neither the line nor the cursor moves.
@@ -258,6 +330,29 @@ class ActiveJobContinuableTest < Minitest::Test
 
     assert_equal lines([0, 1], [1, 1], [0, 2], [1, 2], [2, 2], [3, 2], [4, 2]), report
     refute ActiveRecord::Base.connection.table_exists?("lease_machines_progress"), "no progress kept but the job's"
+  end
+
+  # The progress saved at the end of a perform fails (its table is gone), and a thread_error subscriber raises while
+  # the failure is reported: the lease is released and unregistered from the renewer all the same.
+  def test_a_failing_settle_still_releases_the_lease
+    subscription = ActiveSupport::Notifications.subscribe("thread_error.lease_machines") do
+      raise "alerting subscriber broke"
+    end
+    job = job_class(:SettleJob) do
+      include ActiveJob::Continuable
+      holds_lease key: ->(account) { account }, ttl: 30.0, renew_every: 10.0, progress: :fenced
+      define_method(:perform) do |_account|
+        step(:one) { |step| step.set!(1) }
+        ActiveRecord::Base.connection.drop_table(:lease_machines_progress) # the end-of-perform save fails
+      end
+    end
+    _, warned = capture_io { job.perform_now("acme") }
+
+    assert_equal [:released], events_named(:release).map { _1[:status] }
+    assert_empty renewer.leases
+    assert_match(/progress: reporting .* raised RuntimeError: alerting subscriber broke/m, warned)
+  ensure
+    ActiveSupport::Notifications.unsubscribe(subscription) if subscription
   end
 
   def test_fenced_with_a_step_needs_a_cursor_and_a_step

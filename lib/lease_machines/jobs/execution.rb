@@ -69,8 +69,11 @@ module LeaseMachines
 
             raise e.plain, cause: nil
           ensure
-            Progress.settle(job, lease) if fenced_progress
-            finish(job, resource, decision.lease, lease, configuration)
+            begin
+              Progress.settle(job, lease) if fenced_progress
+            ensure
+              finish(job, resource, decision.lease, lease, configuration)
+            end
           end
         end
       end

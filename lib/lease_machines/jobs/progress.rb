@@ -31,6 +31,8 @@ module LeaseMachines
       # Where a job keeps the progress it last read or saved (a JSON String), and a connection that the table exists.
       SAVED = :@lease_machines_progress
       READY = :@lease_machines_progress_table
+      # Where a job keeps the progress its perform read back (a JSON String): SAVED differs once it saved progress.
+      RESTORED = :@lease_machines_progress_restored
 
       module_function
 
@@ -55,8 +57,19 @@ module LeaseMachines
       # resumes it from its cursor (after its resume_options' wait, within its max_resumptions), a loss event saying
       # :resume; otherwise +error+ is raised, and handled as the job's lost lease is anywhere else (Continuable
       # resumes a job that advanced when resume_errors_after_advancing, the default; else on_lost).
+      #
+      # With +progress: :fenced+ only progress saved through the fence counts: the job advanced when it saved progress
+      # in this execution, and its continuation is first set back to the progress it last saved (or read back), so
+      # that what is enqueued to resume from is only what the fence accepted, never a refused cursor. A job whose
+      # every save was refused spends one of +lost_attempts+, as a loss without progress does.
       def stop(job, declaration, error)
-        raise error unless declaration.on_lost == :retry && advanced?(job.continuation)
+        if declaration.progress == :fenced
+          advanced = saved?(job)
+          rewind(job, advanced)
+        else
+          advanced = advanced?(job.continuation)
+        end
+        raise error unless declaration.on_lost == :retry && advanced
 
         Execution.loss(job, error, action: :resume)
         job.interrupt!(reason: :lease_lost)
@@ -66,6 +79,17 @@ module LeaseMachines
       # continuation itself counts only once the step has ended).
       def advanced?(continuation)
         continuation.advanced? || continuation.instrumentation[:current_step]&.advanced? || false
+      end
+
+      # Whether +job+ saved progress through the fence in this execution (+progress: :fenced+).
+      def saved?(job) = job.instance_variable_get(SAVED) != job.instance_variable_get(RESTORED)
+
+      # Sets +job+'s continuation back to the progress it last saved or read back (+progress: :fenced+): a job that
+      # +advanced+ stays advanced to Continuable (resume_errors_after_advancing), one that did not is not.
+      def rewind(job, advanced)
+        continuation = ::ActiveJob::Continuation.new(job, ActiveSupport::JSON.decode(job.instance_variable_get(SAVED)))
+        continuation.instance_variable_set(:@advanced, true) if advanced # Continuation#advanced?'s own
+        job.continuation = continuation
       end
 
       # Reads +job+'s progress back under +lease+ (a perform's, before its body runs): the job resumes from there when
@@ -82,7 +106,8 @@ module LeaseMachines
           connection.select_value("SELECT progress FROM #{TABLE} WHERE resource = #{resource} AND job_id = #{job_id}")
         end
         job.continuation = ::ActiveJob::Continuation.new(job, ActiveSupport::JSON.decode(saved)) if saved
-        job.instance_variable_set(SAVED, encode(job.continuation.to_h))
+        job.instance_variable_set(RESTORED, encode(job.continuation.to_h))
+        job.instance_variable_set(SAVED, job.instance_variable_get(RESTORED))
       end
 
       # Saves +job+'s progress through the fence, when it changed since last read or saved. Raises the job's Lost or
@@ -97,14 +122,16 @@ module LeaseMachines
 
       # The end of a perform that read its progress (however it ended): what it did is saved, unless the lease is lost
       # (the progress its successor saved stands). A failure is reported (as a release's is), never raised over the
-      # job's own outcome.
+      # job's own outcome, nor over the lease's release: an error handler or subscriber that raises while it is
+      # reported is warned about on stderr.
       def settle(job, lease)
         save(job, lease)
       rescue Loss
         nil
       rescue StandardError => e
-        Jobs.configuration.report(e, { during: "progress", resource: lease.resource, token: lease.token })
-        lease.instrument(:thread_error, error: e)
+        context = { during: "progress", resource: lease.resource, token: lease.token }
+        Renewer.reporting("progress", e) { Jobs.configuration.report(e, context) }
+        Renewer.reporting("progress", e) { lease.instrument(:thread_error, error: e) }
       end
 
       # JobLease#fenced with a step: the write (the block, given the connection) and the step's cursor moved to +to+,

@@ -195,15 +195,17 @@ module LeaseMachines
         reporting(error) { lease.observe } if lease
       end
 
-      # Runs the block (a report of +error+: the error handler, Rails.error, subscribers): what it raises is warned
-      # about on stderr, never raised into the renewer.
-      def reporting(error)
+      def reporting(error, &) = Renewer.reporting("renewal", error, &)
+
+      # Runs the block (a report of +error+, during +during+: the error handler, Rails.error, subscribers): what it
+      # raises is warned about on stderr, never raised (into the renewer, over a job's outcome), but FATAL errors.
+      def self.reporting(during, error)
         yield
       rescue *FATAL
         raise
       rescue Exception => e # all but FATAL (re-raised above)
         begin
-          warn("lease_machines: renewal: reporting #{error.class} (#{error.message}) raised #{e.class}: #{e.message}")
+          warn("lease_machines: #{during}: reporting #{error.class} (#{error.message}) raised #{e.class}: #{e.message}")
         rescue StandardError
           nil # stderr is gone: nothing is left to tell
         end
