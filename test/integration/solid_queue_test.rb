@@ -13,6 +13,9 @@ require "support/nightly_report_support"
 # Queue's own limits_concurrency beside it. rakelib/test.rake runs this file again on the Rails 7.2 lane.
 class SolidQueueTest < Minitest::Test
   include NightlyReportSupport
+  # The most a run of the story may take (about 5 s here; --compare tells it twice), Rails's boot and Solid Queue's
+  # processes included: a hang fails the test, its processes killed, rather than block the suite.
+  TIME_LIMIT = 120
   # The run's line: where Solid Queue's tables are.
   IN_THE_APPLICATIONS = /Rails [78]\.\d+\.\S+, Solid Queue 1\.\d+\.\d+ \(its tables in the application's database\)$/
   IN_A_QUEUE_DATABASE = /Rails [78]\.\d+\.\S+, Solid Queue 1\.\d+\.\d+ \(its tables in a queue database of their own, /
@@ -47,8 +50,7 @@ class SolidQueueTest < Minitest::Test
   end
 
   def test_without_the_fence_the_stale_write_lands_and_the_verdict_fails
-    output, status = Open3.capture2e(COMMAND, "--solid-queue", "--workers", "2", "--without-fence")
-    assert_equal 1, status.exitstatus, output
+    output = run_within(TIME_LIMIT, COMMAND, "--solid-queue", "--workers", "2", "--without-fence", exit: 1)
     assert_match(/worker 7\s+stalls before writing line 3 \(SIGSTOP\), still holding token 1$/, output)
     assert_match(/worker 7\s+wrote line 3 with token 1$/, output)
     # Then its renewer hears that the lease is lost, and the job stops at its next lease.check!.
@@ -61,8 +63,7 @@ class SolidQueueTest < Minitest::Test
   # (duration: the TTL) the semaphore expires while worker 7's job is stopped, the dispatcher releases the next job,
   # and worker 7's job, never told, writes its remaining lines after its successors' (no token to refuse them).
   def test_compare_tabulates_holds_lease_safe_and_limits_concurrency_unsafe
-    output, status = Open3.capture2e(COMMAND, "--solid-queue", "--compare")
-    assert_equal 0, status.exitstatus, output
+    output = run_within(TIME_LIMIT, COMMAND, "--solid-queue", "--compare")
     assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
     assert_match(/dispatcher\s+concurrency maintenance releases worker (12|19)'s blocked job /, output)
     assert_match(/worker 7\s+resumes \(SIGCONT\), unaware, and writes line 3 \(run 1\)$/, output)
@@ -100,8 +101,7 @@ class SolidQueueTest < Minitest::Test
   # Runs the story on Solid Queue with +options+ and asserts worker 7's refused write and a safe verdict; returns the
   # output.
   def solid_queue_story(*options)
-    output, status = Open3.capture2e(COMMAND, "--solid-queue", *options)
-    assert status.success?, output
+    output = run_within(TIME_LIMIT, COMMAND, "--solid-queue", *options)
     assert_match(/run\s+NightlyReportJob: holds_lease key: ->\(account, _worker\) \{ account \}, /, output)
     assert_match(/worker 7\s+acquired NightlyReportJob:Account\/1: token 1$/, output)
     assert_match(/run\s+worker 7 is stopped; resuming it in 2\.5s$/, output)
