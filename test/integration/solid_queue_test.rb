@@ -16,15 +16,15 @@ class SolidQueueTest < Minitest::Test
   # The most a run of the story may take (about 5 s here; --compare tells it twice), Rails's boot and Solid Queue's
   # processes included: a hang fails the test, its processes killed, rather than block the suite.
   TIME_LIMIT = 120
-  # The run's line: where Solid Queue's tables are.
-  IN_THE_APPLICATIONS = /Rails [78]\.\d+\.\S+, Solid Queue 1\.\d+\.\d+ \(its tables in the application's database\)$/
-  IN_A_QUEUE_DATABASE = /Rails [78]\.\d+\.\S+, Solid Queue 1\.\d+\.\d+ \(its tables in a queue database of their own, /
 
-  def setup = requires_solid_queue!("bin/nightly-report")
+  def setup
+    requires_solid_queue!("bin/nightly-report")
+    require "active_job" # the lane's, whose version the story must run too
+  end
 
   def test_on_solid_queue_the_stalled_jobs_late_write_is_refused
     output = solid_queue_story
-    assert_match(%r{run\s+3 workers, ttl 1\.0s, worker 7 stalls 2\.5s; /\S+/app\.sqlite3, #{IN_THE_APPLICATIONS}},
+    assert_match(%r{run\s+3 workers, ttl 1\.0s, worker 7 stalls 2\.5s; /\S+/app\.sqlite3, #{in_the_applications}},
                  output)
   end
 
@@ -32,13 +32,13 @@ class SolidQueueTest < Minitest::Test
   # and their fence in the application's, where the report is written.
   def test_with_a_queue_database_of_its_own_the_stalled_jobs_late_write_is_refused
     output = solid_queue_story("--queue-database")
-    assert_match(%r{/app\.sqlite3, #{IN_A_QUEUE_DATABASE}/\S+/queue\.sqlite3\)$}, output)
+    assert_match(%r{/app\.sqlite3, #{in_a_queue_database}/\S+/queue\.sqlite3\)$}, output)
   end
 
   def test_on_postgresql_the_stalled_jobs_late_write_is_refused
     require_postgres!
     output = solid_queue_story("--postgres")
-    assert_match(%r{; postgresql://postgres@127\.0\.0\.1:\d+/postgres \(a throwaway server\), #{IN_THE_APPLICATIONS}},
+    assert_match(%r{; postgresql://postgres@127\.0\.0\.1:\d+/postgres \(a throwaway server\), #{in_the_applications}},
                  output)
     assert_empty Dir[File.expand_path("../../tmp/nightly-report-*", __dir__)], "the throwaway server is gone"
   end
@@ -46,7 +46,7 @@ class SolidQueueTest < Minitest::Test
   def test_on_postgresql_with_a_queue_database_the_stalled_jobs_late_write_is_refused
     require_postgres!
     output = solid_queue_story("--postgres", "--queue-database")
-    assert_match(%r{#{IN_A_QUEUE_DATABASE}postgresql://postgres@127\.0\.0\.1:\d+/nightly_report_queue\)$}, output)
+    assert_match(%r{#{in_a_queue_database}postgresql://postgres@127\.0\.0\.1:\d+/nightly_report_queue\)$}, output)
   end
 
   def test_without_the_fence_the_stale_write_lands_and_the_verdict_fails
@@ -112,6 +112,11 @@ class SolidQueueTest < Minitest::Test
     assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
     output
   end
+
+  # The run's line: the lane's Rails (the story's own, not another installed one) and where Solid Queue's tables are.
+  def in_the_applications = /#{rails_and_solid_queue} \(its tables in the application's database\)$/
+  def in_a_queue_database = /#{rails_and_solid_queue} \(its tables in a queue database of their own, /
+  def rails_and_solid_queue = /Rails #{Regexp.escape(ActiveJob.version.to_s)}, Solid Queue 1\.\d+\.\d+/
 
   # The comparison table's row for +mechanism+: its numbers and verdict.
   def table_row(output, mechanism)
