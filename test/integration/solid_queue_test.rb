@@ -74,7 +74,11 @@ class SolidQueueTest < Minitest::Test
     held = table_row(output, "`holds_lease` (lease, fencing token)")
     limited = table_row(output, "Solid Queue `limits_concurrency` (semaphore, `duration`)")
     assert_equal({ at_once: 1, stale: 0, verdict: "safe" }, held, output)
-    assert_equal({ at_once: 2, stale: 3, verdict: "unsafe" }, limited, output)
+    # What the semaphore cannot prevent, not one timing's numbers: worker 7's job wrote at once with a successor's (run
+    # 3's too, should its lines interleave with worker 7's), and at least one stale line landed.
+    assert_operator limited[:at_once], :>=, 2, output
+    assert_operator limited[:stale], :>=, 1, output
+    assert_equal "unsafe", limited[:verdict], output
   end
 
   def test_usage_errors_are_one_line_on_stderr_and_exit_2
