@@ -5,6 +5,7 @@ require "minitest/autorun"
 require "securerandom"
 require "tmpdir"
 require "lease_machines"
+require_relative "../examples/support/capture"
 require_relative "../examples/support/postgres_cluster"
 
 module LeaseMachines
@@ -123,6 +124,18 @@ module LeaseMachines
         FileUtils.remove_entry(dir)
       end
       super
+    end
+
+    # Runs +command+ (a story, an application that forks Solid Queue's processes) in a process group of its own and
+    # asserts that it exited with status +exit+ within +seconds+; returns its output and errors. Its output goes to a
+    # file, not a pipe a forked process could keep open, and the group is killed once it exited, or after +seconds+
+    # (a hang fails the test rather than block the suite): Capture.capture2e_within.
+    def run_within(seconds, *command, exit: 0)
+      output, status = Capture.capture2e_within(seconds, *command)
+      ran = command.map { File.basename(_1) }.join(" ")
+      assert status, "#{ran}: killed after #{seconds}s:\n#{output}"
+      assert_equal exit, status.exitstatus, "#{ran}:\n#{output}"
+      output
     end
 
     # Waits up to +timeout+ seconds for the block to be true (asking every 10 ms); returns whether it became so. For

@@ -13,9 +13,10 @@
 #   its own, one thread), so that worker 7's job stops the process it runs in and no other job, and a dispatcher that
 #   brings the retries back.
 # - The story: worker 7's job is enqueued first, the others' once it started. It records its process and stops it
-#   (SIGSTOP: examples/support/stall.rb); this script finds the process stopped (its state in /proc/PID/stat),
-#   resumes it after --pause (SIGCONT), waits for every job to finish (Solid Queue's jobs table), and stops the
-#   supervisor (SIGTERM), which stops its processes.
+#   (SIGSTOP: examples/support/stall.rb); this script finds the process stopped (its state in /proc/PID/stat, or
+#   ps's where there is no /proc), resumes it after --pause (SIGCONT; at once, seen stopped or not, however the
+#   wait ends), waits for every job to finish (Solid Queue's jobs table), and stops the supervisor (SIGTERM), which
+#   stops its processes.
 # - --compare: the story with NightlyReportJob (holds_lease), then with LimitedReportJob, which declares Solid
 #   Queue's own limits_concurrency with the TTL as its duration: a semaphore taken when the job is enqueued, no
 #   lease, no fence. Worker 7's job stalls past the duration; the dispatcher's concurrency maintenance deletes the
@@ -148,25 +149,25 @@ module SolidQueueStory
       wait_for(FINISH_TIMEOUT) { unfinished(job).empty? }
       [stalled, failures(job)]
     ensure
+      Stall.resume(seven) if seven # stopped or not: a stopped process would not hear the supervisor's SIGTERM
       say("run", "stops Solid Queue (SIGTERM to its supervisor)")
     end
   end
 
   def enqueue(job, account, worker) = job.set(queue: "worker-#{worker}").perform_later(account, worker)
 
-  # Waits for worker 7's process (+pid+) to stop, then resumes it after the pause (at once, should this script be
-  # interrupted while it waits). Returns whether it stopped: false when its job finished first, or never stopped.
+  # Waits for worker 7's process (+pid+) to stop, then resumes it after the pause; resumes it however the wait ends
+  # (seen stopped or not, or this script interrupted). Returns whether it stopped: false when its job finished first,
+  # or never stopped.
   def resume(pid, job)
     wait_for(START_TIMEOUT) { Stall.stopped?(pid) || !unfinished(job).include?("worker-7") }
     return false unless Stall.stopped?(pid)
 
     say("run", "worker 7 is stopped; resuming it in #{OPTIONS[:pause]}s")
-    begin
-      sleep OPTIONS[:pause]
-    ensure
-      Process.kill(:CONT, pid)
-    end
+    sleep OPTIONS[:pause]
     true
+  ensure
+    Stall.resume(pid)
   end
 
   # The queues (one a worker) of +job+'s jobs that are still to finish, failed ones aside.

@@ -15,4 +15,27 @@ module Capture
       [File.read(output.path), status]
     end
   end
+
+  # capture2e within +seconds+: the command in a process group of its own, which is killed (SIGKILL) once the command
+  # exited, or after +seconds+ if it has not, then the command's status is nil. Its processes die with it, a stopped
+  # one included, and none keeps anything waiting. Returns [output and errors, Process::Status or nil].
+  def self.capture2e_within(seconds, *command, **options)
+    Tempfile.create("capture") do |output|
+      pid = Process.spawn(*command, in: File::NULL, out: output, err: output, pgroup: true, **options)
+      waiter = Process.detach(pid)
+      begin
+        exited = waiter.join(seconds)
+      ensure
+        kill_group(pid)
+        waiter.join # reaped: it had exited, or SIGKILL ended it
+      end
+      [File.read(output.path), exited && waiter.value]
+    end
+  end
+
+  def self.kill_group(pid)
+    Process.kill(:KILL, -pid)
+  rescue Errno::ESRCH, Errno::EPERM
+    nil
+  end
 end

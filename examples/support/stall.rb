@@ -17,13 +17,31 @@ module Stall
     now
   end
 
-  # Whether process +pid+ is stopped: the state in /proc/PID/stat, after the command's name in parentheses (which
-  # may hold any character).
-  def stopped?(pid)
+  # Whether process +pid+ is stopped (SIGSTOP): its state, T.
+  def stopped?(pid) = state(pid) == "T"
+
+  # Resumes process +pid+ (SIGCONT), stopped or not, gone or not: what each path that may have seen it stop does in
+  # an ensure, so that no worker stays stopped, holding its output pipe open, whatever happened meanwhile.
+  def resume(pid)
+    Process.kill(:CONT, pid)
+  rescue Errno::ESRCH
+    nil
+  end
+
+  # Process +pid+'s state letter (nil once it is gone): in /proc/PID/stat where there is /proc (Linux), after the
+  # command's name in parentheses (which may hold any character); else ps's (macOS, the BSDs).
+  def state(pid)
+    return ps_state(pid) unless File.exist?("/proc/self/stat")
+
     stat = File.read("/proc/#{pid}/stat")
-    stat[stat.rindex(")") + 2] == "T"
+    stat[stat.rindex(")") + 2]
   rescue Errno::ENOENT, Errno::ESRCH
-    false
+    nil
+  end
+
+  def ps_state(pid)
+    state = IO.popen(["ps", "-o", "state=", "-p", pid.to_s], err: File::NULL, &:read).strip
+    state[0] unless state.empty?
   end
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)

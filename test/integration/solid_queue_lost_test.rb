@@ -2,7 +2,6 @@
 
 require "test_helper"
 require "json"
-require "open3"
 
 # What test/active_job/lost_test.rb and continuable_test.rb prove with ActiveJob's test adapter and a manual clock,
 # proved on Solid Queue's own processes: a Rails application (test/support/solid_queue_lost_app.rb, on
@@ -80,23 +79,8 @@ class SolidQueueLostTest < Minitest::Test
   def run_app(scenario, database = nil)
     root = scratch_dir("solid-queue-lost")
     @database = database || File.join(root, "app.sqlite3")
-    output, status = capture_within(TIME_LIMIT, RUBY, APP, scenario, root, @database)
-    assert status&.success?, "#{scenario} (#{status ? "exit #{status.exitstatus}" : "killed after #{TIME_LIMIT}s"}):" \
-                             "\n#{output}"
+    output = run_within(TIME_LIMIT, RUBY, APP, scenario, root, @database)
     assert_match(/Solid Queue is up: Rails #{Regexp.escape(ActiveJob.version.to_s)}, Solid Queue 1\.\d/, output)
-  end
-
-  # Runs +command+ in a process group of its own: [output and errors, status], or [output, nil] when it was still
-  # running after +seconds+ (then the whole group, Solid Queue's processes included, is killed).
-  def capture_within(seconds, *command)
-    Open3.popen2e(*command, pgroup: true) do |input, output, waiter|
-      input.close
-      reader = Thread.new { output.read }
-      next [reader.value, waiter.value] if waiter.join(seconds)
-
-      Process.kill(:KILL, -waiter.pid)
-      [reader.value, nil]
-    end
   end
 
   def assert_continuable_story(database = nil)

@@ -13,15 +13,18 @@ require "support/nightly_report_support"
 # Queue's own limits_concurrency beside it. rakelib/test.rake runs this file again on the Rails 7.2 lane.
 class SolidQueueTest < Minitest::Test
   include NightlyReportSupport
-  # The run's line: where Solid Queue's tables are.
-  IN_THE_APPLICATIONS = /Rails [78]\.\d+\.\S+, Solid Queue 1\.\d+\.\d+ \(its tables in the application's database\)$/
-  IN_A_QUEUE_DATABASE = /Rails [78]\.\d+\.\S+, Solid Queue 1\.\d+\.\d+ \(its tables in a queue database of their own, /
+  # The most a run of the story may take (about 5 s here; --compare tells it twice), Rails's boot and Solid Queue's
+  # processes included: a hang fails the test, its processes killed, rather than block the suite.
+  TIME_LIMIT = 120
 
-  def setup = requires_solid_queue!("bin/nightly-report")
+  def setup
+    requires_solid_queue!("bin/nightly-report")
+    require "active_job" # the lane's, whose version the story must run too
+  end
 
   def test_on_solid_queue_the_stalled_jobs_late_write_is_refused
     output = solid_queue_story
-    assert_match(%r{run\s+3 workers, ttl 1\.0s, worker 7 stalls 2\.5s; /\S+/app\.sqlite3, #{IN_THE_APPLICATIONS}},
+    assert_match(%r{run\s+3 workers, ttl 1\.0s, worker 7 stalls 2\.5s; /\S+/app\.sqlite3, #{in_the_applications}},
                  output)
   end
 
@@ -29,13 +32,13 @@ class SolidQueueTest < Minitest::Test
   # and their fence in the application's, where the report is written.
   def test_with_a_queue_database_of_its_own_the_stalled_jobs_late_write_is_refused
     output = solid_queue_story("--queue-database")
-    assert_match(%r{/app\.sqlite3, #{IN_A_QUEUE_DATABASE}/\S+/queue\.sqlite3\)$}, output)
+    assert_match(%r{/app\.sqlite3, #{in_a_queue_database}/\S+/queue\.sqlite3\)$}, output)
   end
 
   def test_on_postgresql_the_stalled_jobs_late_write_is_refused
     require_postgres!
     output = solid_queue_story("--postgres")
-    assert_match(%r{; postgresql://postgres@127\.0\.0\.1:\d+/postgres \(a throwaway server\), #{IN_THE_APPLICATIONS}},
+    assert_match(%r{; postgresql://postgres@127\.0\.0\.1:\d+/postgres \(a throwaway server\), #{in_the_applications}},
                  output)
     assert_empty Dir[File.expand_path("../../tmp/nightly-report-*", __dir__)], "the throwaway server is gone"
   end
@@ -43,12 +46,11 @@ class SolidQueueTest < Minitest::Test
   def test_on_postgresql_with_a_queue_database_the_stalled_jobs_late_write_is_refused
     require_postgres!
     output = solid_queue_story("--postgres", "--queue-database")
-    assert_match(%r{#{IN_A_QUEUE_DATABASE}postgresql://postgres@127\.0\.0\.1:\d+/nightly_report_queue\)$}, output)
+    assert_match(%r{#{in_a_queue_database}postgresql://postgres@127\.0\.0\.1:\d+/nightly_report_queue\)$}, output)
   end
 
   def test_without_the_fence_the_stale_write_lands_and_the_verdict_fails
-    output, status = Open3.capture2e(COMMAND, "--solid-queue", "--workers", "2", "--without-fence")
-    assert_equal 1, status.exitstatus, output
+    output = run_within(TIME_LIMIT, COMMAND, "--solid-queue", "--workers", "2", "--without-fence", exit: 1)
     assert_match(/worker 7\s+stalls before writing line 3 \(SIGSTOP\), still holding token 1$/, output)
     assert_match(/worker 7\s+wrote line 3 with token 1$/, output)
     # Then its renewer hears that the lease is lost, and the job stops at its next lease.check!.
@@ -61,8 +63,7 @@ class SolidQueueTest < Minitest::Test
   # (duration: the TTL) the semaphore expires while worker 7's job is stopped, the dispatcher releases the next job,
   # and worker 7's job, never told, writes its remaining lines after its successors' (no token to refuse them).
   def test_compare_tabulates_holds_lease_safe_and_limits_concurrency_unsafe
-    output, status = Open3.capture2e(COMMAND, "--solid-queue", "--compare")
-    assert_equal 0, status.exitstatus, output
+    output = run_within(TIME_LIMIT, COMMAND, "--solid-queue", "--compare")
     assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
     assert_match(/dispatcher\s+concurrency maintenance releases worker (12|19)'s blocked job /, output)
     assert_match(/worker 7\s+resumes \(SIGCONT\), unaware, and writes line 3 \(run 1\)$/, output)
@@ -73,7 +74,11 @@ class SolidQueueTest < Minitest::Test
     held = table_row(output, "`holds_lease` (lease, fencing token)")
     limited = table_row(output, "Solid Queue `limits_concurrency` (semaphore, `duration`)")
     assert_equal({ at_once: 1, stale: 0, verdict: "safe" }, held, output)
-    assert_equal({ at_once: 2, stale: 3, verdict: "unsafe" }, limited, output)
+    # What the semaphore cannot prevent, not one timing's numbers: worker 7's job wrote at once with a successor's (run
+    # 3's too, should its lines interleave with worker 7's), and at least one stale line landed.
+    assert_operator limited[:at_once], :>=, 2, output
+    assert_operator limited[:stale], :>=, 1, output
+    assert_equal "unsafe", limited[:verdict], output
   end
 
   def test_usage_errors_are_one_line_on_stderr_and_exit_2
@@ -100,8 +105,7 @@ class SolidQueueTest < Minitest::Test
   # Runs the story on Solid Queue with +options+ and asserts worker 7's refused write and a safe verdict; returns the
   # output.
   def solid_queue_story(*options)
-    output, status = Open3.capture2e(COMMAND, "--solid-queue", *options)
-    assert status.success?, output
+    output = run_within(TIME_LIMIT, COMMAND, "--solid-queue", *options)
     assert_match(/run\s+NightlyReportJob: holds_lease key: ->\(account, _worker\) \{ account \}, /, output)
     assert_match(/worker 7\s+acquired NightlyReportJob:Account\/1: token 1$/, output)
     assert_match(/run\s+worker 7 is stopped; resuming it in 2\.5s$/, output)
@@ -112,6 +116,11 @@ class SolidQueueTest < Minitest::Test
     assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
     output
   end
+
+  # The run's line: the lane's Rails (the story's own, not another installed one) and where Solid Queue's tables are.
+  def in_the_applications = /#{rails_and_solid_queue} \(its tables in the application's database\)$/
+  def in_a_queue_database = /#{rails_and_solid_queue} \(its tables in a queue database of their own, /
+  def rails_and_solid_queue = /Rails #{Regexp.escape(ActiveJob.version.to_s)}, Solid Queue 1\.\d+\.\d+/
 
   # The comparison table's row for +mechanism+: its numbers and verdict.
   def table_row(output, mechanism)

@@ -166,9 +166,9 @@ SolidQueueApp.supervise(SolidQueueApp.processes(%w[stalls takeover])) do |_super
   first = job_class.set(queue: "stalls").perform_later("acme")
   pid = SolidQueueApp.wait_for(START_TIMEOUT) { JobRun.find_by(job_id: first.job_id)&.pid }
   give_up("the first job never ran") unless pid
+  stalled = pid # resumed in the ensure, stopped or not
   SolidQueueApp.wait_for(START_TIMEOUT) { Stall.stopped?(pid) || SolidQueueApp.unfinished.none? }
   give_up("the first job's process never stopped (it finished, failed or hung)") unless Stall.stopped?(pid)
-  stalled = pid
   stopped_at = Stall.now
   say("the first job stopped its process #{pid}")
   # The successor: another job of the key, or (continuable) the same job run again by the queue.
@@ -177,13 +177,12 @@ SolidQueueApp.supervise(SolidQueueApp.processes(%w[stalls takeover])) do |_super
   finished = SolidQueueApp.wait_for(FINISH_TIMEOUT) { SolidQueueApp.unfinished(takeover).none? }
   give_up("the successor did not finish within #{FINISH_TIMEOUT}s") unless finished
   sleep [PAUSE - (Stall.now - stopped_at), 0.0].max
-  Process.kill(:CONT, pid)
-  stalled = nil
+  Stall.resume(pid)
   say("the successor finished; the first job's process resumed")
   unless SolidQueueApp.wait_for(FINISH_TIMEOUT) { SolidQueueApp.unfinished.none? }
     give_up("the jobs did not all finish within #{FINISH_TIMEOUT}s")
   end
   say("every job finished or failed")
 ensure
-  Process.kill(:CONT, stalled) if stalled
+  Stall.resume(stalled) if stalled # a stopped process would not hear the supervisor's SIGTERM
 end
