@@ -104,8 +104,17 @@ class SolidQueueTest < Minitest::Test
 
   # Runs the story on Solid Queue with +options+ and asserts worker 7's refused write and a safe verdict; returns the
   # output.
+  # The story, told again once if it was inconclusive (exit 2: on a loaded machine it may not happen as told, e.g. a
+  # successor's lease at risk while worker 7 was stopped holding a row lock its renewer took); never when unsafe.
   def solid_queue_story(*options)
-    output = run_within(TIME_LIMIT, COMMAND, "--solid-queue", *options)
+    output, status = Capture.capture2e_within(TIME_LIMIT, COMMAND, "--solid-queue", *options)
+    if status&.exitstatus == 2 && output.match?(/^VERDICT: inconclusive: /)
+      warn "solid_queue_test: inconclusive, told again: #{output.lines.last}"
+      output = run_within(TIME_LIMIT, COMMAND, "--solid-queue", *options)
+    else
+      assert status, "bin/nightly-report --solid-queue: killed after #{TIME_LIMIT}s:\n#{output}"
+      assert_equal 0, status.exitstatus, output
+    end
     assert_match(/run\s+NightlyReportJob: holds_lease key: ->\(account, _worker\) \{ account \}, /, output)
     assert_match(/worker 7\s+acquired NightlyReportJob:Account\/1: token 1$/, output)
     assert_match(/run\s+worker 7 is stopped; resuming it in 2\.5s$/, output)
