@@ -2,10 +2,11 @@
 # Gems that neither Debian's archive nor (on these machines) rubygems.org provides: Rails 8.1, Solid Queue and what
 # they need beyond Debian's packages, and the pg gem as its source gem, compiled here for every CRuby. They are .gem
 # files built from their projects' public release tags, in a local directory with a SHA256SUMS file listing them:
-# $LEASE_MACHINES_LOCAL_GEMS, else ../shared/gems beside the checkout. Each file used is checked against that list
-# and copied into the cache (LM_LOCAL_GEMS), so that a later clone elsewhere on the machine (script/readme-check's)
-# finds them there. Development only: the released gem depends on none of them. Where rubygems.org is reachable,
-# bin/setup's `bundle install` fetches the same versions from it instead. Sourced by script/provision/debian.
+# $LEASE_MACHINES_LOCAL_GEMS, else ../shared/gems beside the checkout (or beside the checkout it was cloned from).
+# Each file used is checked against that list and copied into the cache (LM_LOCAL_GEMS), so that a later clone
+# elsewhere on the machine finds them there. Development only: the released gem depends on none of them. Where
+# rubygems.org is reachable, bin/setup's `bundle install` fetches the same versions from it instead. Sourced by
+# script/provision/debian.
 
 LM_LOCAL_GEMS="$LM_CACHE/local-gems"
 
@@ -21,10 +22,14 @@ LOCAL_GEMS=(raabro-1.5.0 et-orbi-1.4.2 fugit-1.13.0
 # libpq-dev (postgres.sh installs it).
 LOCAL_SOURCE_GEMS=("pg-1.6.3 -- --with-pg-config=/usr/bin/pg_config")
 
-# local_gems_source: the directory the .gem files are taken from, or nothing when there is none.
+# local_gems_source: the directory the .gem files are taken from, or nothing when there is none: also ../shared/gems
+# beside the checkout this one was cloned from, when its origin is a path on this machine (a fresh `git clone` of it
+# into a temporary directory).
 local_gems_source() {
-  local dir
-  for dir in "${LEASE_MACHINES_LOCAL_GEMS:-}" "$LM_ROOT/../shared/gems"; do
+  local dir origin
+  origin="$(git -C "$LM_ROOT" remote get-url origin 2>/dev/null || true)"
+  case "$origin" in /*) ;; file://*) origin="${origin#file://}" ;; *) origin="" ;; esac
+  for dir in "${LEASE_MACHINES_LOCAL_GEMS:-}" "$LM_ROOT/../shared/gems" "${origin:+$origin/../shared/gems}"; do
     if [ -n "$dir" ] && [ -f "$dir/SHA256SUMS" ]; then
       (cd "$dir" && pwd)
       return
@@ -32,10 +37,13 @@ local_gems_source() {
   done
 }
 
+# listed DIR NAME: the line of DIR/SHA256SUMS for the file NAME, or nothing.
+listed() { awk -v name="$2" '$2 == name || $2 == "*" name { print; exit }' "$1/SHA256SUMS" 2>/dev/null; }
+
 # checked DIR NAME: DIR/NAME is there, with the checksum DIR/SHA256SUMS lists for it.
 checked() {
   local line
-  line="$(awk -v name="$2" '$2 == name || $2 == "*" name { print; exit }' "$1/SHA256SUMS" 2>/dev/null)"
+  line="$(listed "$1" "$2")"
   [ -n "$line" ] && (cd "$1" && sha256sum --check --status <<<"$line")
 }
 
@@ -55,7 +63,7 @@ cache_local_gems() {
     fi
     checked "$source" "$name" || { echo "provision: $source/$name is not what its SHA256SUMS lists" >&2; exit 1; }
     cp "$source/$name" "$LM_LOCAL_GEMS/$name"
-    awk -v name="$name" '$2 == name || $2 == "*" name { print; exit }' "$source/SHA256SUMS" >>"$LM_LOCAL_GEMS/SHA256SUMS"
+    listed "$source" "$name" >>"$LM_LOCAL_GEMS/SHA256SUMS"
   done
   if [ ${#missing[@]} -gt 0 ]; then
     echo "provision: without rubygems.org these gems come from a directory of .gem files and their SHA256SUMS," \
