@@ -162,6 +162,21 @@ class ActiveJobContinuableTest < Minitest::Test
                  "line 2, refused under token 1, written under 3"
   end
 
+  # Under progress: :fenced a job that saved progress in this execution advanced, to Continuable too: when its lease is
+  # lost at a checkpoint and its on_lost is not :retry, the error leaves the step, and Continuable resumes it from the
+  # progress it saved (resume_errors_after_advancing), whatever on_lost says, as without :fenced.
+  def test_with_fenced_progress_a_job_that_saved_progress_is_resumed_by_continuable_whatever_on_lost_says
+    record_active_job_events
+    lines_job(progress: :fenced, on_lost: :discard, after: at_line(1) { stall_and_take_over }).perform_later("acme")
+    perform_enqueued_jobs
+
+    assert_equal lines([0, 1], [1, 1]), report
+    assert_equal 1, enqueued_jobs.size, "resumed, not discarded"
+    assert_equal({ "completed" => [], "current" => ["lines", 1] }, enqueued_continuation, "what the fence accepted")
+    assert_equal 1, active_job_events("enqueue_retry").size, "Continuable's own resumption"
+    assert_empty losses, "on_lost was not asked"
+  end
+
   # Without resume_errors_after_advancing, the refusal goes to on_lost: retried (counted, after lost_wait), and the
   # retry resumes from the cursor as well, since retry_job enqueues the job with its progress.
   def test_without_resume_errors_after_advancing_on_lost_retries_it_from_its_cursor
