@@ -7,6 +7,7 @@ require "tmpdir"
 require "lease_machines"
 require_relative "../examples/support/capture"
 require_relative "../examples/support/postgres_cluster"
+require_relative "../examples/support/mysql_server"
 
 module LeaseMachines
   # Shared helpers and the suite's two extra modes:
@@ -33,6 +34,8 @@ module LeaseMachines
 
     # The message of every skip for want of PostgreSQL starts with this (the suite counts them at the end).
     POSTGRES_SKIP = "PostgreSQL unavailable:"
+    # The same for MySQL (MariaDB).
+    MYSQL_SKIP = "MySQL unavailable:"
     # The checkout's scratch directory, where the suite's PostgreSQL clusters live.
     TMP = File.expand_path("../tmp", __dir__)
 
@@ -58,14 +61,7 @@ module LeaseMachines
       end
 
       # The clusters of test processes that are gone (killed before their at_exit ran): stopped, removed.
-      def discard_stale_postgres
-        Dir[File.join(TMP, "postgres-*")].each do |dir|
-          pid = File.basename(dir)[/\Apostgres-(\d+)(?:-|\z)/, 1]&.to_i
-          next if pid.nil? || pid == Process.pid || process_alive?(pid)
-
-          PostgresCluster.new.attach(dir: dir).destroy
-        end
-      end
+      def discard_stale_postgres = discard_stale("postgres") { PostgresCluster.new.attach(dir: _1).destroy }
 
       def process_alive?(pid)
         Process.kill(0, pid)
@@ -76,20 +72,58 @@ module LeaseMachines
         true
       end
 
+      # The suite's MariaDB server (examples/support/mysql_server.rb): one per test process, started on first use in
+      # the checkout's tmp/mysql-PID, destroyed when the process that started it exits. Tests call require_mysql!.
+      def mysql
+        POSTGRES_LOCK.synchronize do
+          raise @mysql_failure if @mysql_failure
+
+          @mysql ||= begin
+            discard_stale("mysql") { MySQLServer.new.attach(dir: _1).destroy }
+            server = MySQLServer.new.start(dir: File.join(TMP, "mysql-#{Process.pid}"))
+            owner = Process.pid
+            at_exit { server.destroy if Process.pid == owner }
+            server
+          rescue MySQLServer::Error => e
+            @mysql_failure = e
+            raise
+          end
+        end
+      end
+
+      # The directories named PREFIX-PID of test processes that are gone, each yielded (to stop and remove).
+      def discard_stale(prefix)
+        Dir[File.join(TMP, "#{prefix}-*")].each do |dir|
+          pid = File.basename(dir)[/\A#{prefix}-(\d+)(?:-|\z)/, 1]&.to_i
+          next if pid.nil? || pid == Process.pid || process_alive?(pid)
+
+          yield dir
+        end
+      end
+
+      # How many tests asked for MySQL (require_mysql!), and how many of them skipped for want of it.
+      def mysql_counts = @mysql_counts ||= { asked: 0, skipped: 0 }
+
+      # The line the suite ends with when a test asked for MySQL.
+      def mysql_summary = summary("MySQL", mysql_counts, MYSQL_SKIP, "throwaway MariaDB servers",
+                                  MySQLServer.unavailable_reason)
+
+      # The line the suite ends with for the +database+ tests +counts+ tallied (nil when none asked): how many ran
+      # on +servers+, or how many skipped (each skip's message starts with +skip+) and why (+reason+).
+      def summary(database, counts, skip, servers, reason)
+        asked, skipped = counts.values_at(:asked, :skipped)
+        return if asked.zero?
+        return "#{database}: #{asked} tests ran against #{servers}, none skipped" if skipped.zero?
+
+        "#{skip} #{skipped} of #{asked} #{database} tests skipped (#{reason})"
+      end
+
       # How many tests asked for PostgreSQL (require_postgres!), and how many of them skipped for want of it.
       def postgres_counts = @postgres_counts ||= { asked: 0, skipped: 0 }
 
       # The line the suite ends with when a test asked for PostgreSQL (Minitest.after_run, below).
-      def postgres_summary
-        asked, skipped = postgres_counts.values_at(:asked, :skipped)
-        return if asked.zero?
-
-        if skipped.positive?
-          "#{POSTGRES_SKIP} #{skipped} of #{asked} PostgreSQL tests skipped (#{PostgresCluster.unavailable_reason})"
-        else
-          "PostgreSQL: #{asked} tests ran against throwaway clusters, none skipped"
-        end
-      end
+      def postgres_summary = summary("PostgreSQL", postgres_counts, POSTGRES_SKIP, "throwaway clusters",
+                                     PostgresCluster.unavailable_reason)
     end
     POSTGRES_LOCK = Mutex.new
 
@@ -118,6 +152,9 @@ module LeaseMachines
       GC.stress = false if GC_STRESS
       if failures.any? { _1.is_a?(Minitest::Skip) && _1.message.start_with?(POSTGRES_SKIP) }
         POSTGRES_LOCK.synchronize { TestSupport.postgres_counts[:skipped] += 1 }
+      end
+      if failures.any? { _1.is_a?(Minitest::Skip) && _1.message.start_with?(MYSQL_SKIP) }
+        POSTGRES_LOCK.synchronize { TestSupport.mysql_counts[:skipped] += 1 }
       end
       (@scratch_dirs || []).each do |dir|
         FileUtils.chmod_R("u+w", dir)
@@ -163,6 +200,18 @@ module LeaseMachines
       skip "#{POSTGRES_SKIP} #{reason}" if reason
       TestSupport.postgres
     end
+
+    # Skip a test that needs MySQL (a MariaDB server and the mysql2 gem) where there is none, saying why; else the
+    # suite's server (TestSupport.mysql), started if need be.
+    def require_mysql!
+      POSTGRES_LOCK.synchronize { TestSupport.mysql_counts[:asked] += 1 }
+      reason = MySQLServer.unavailable_reason
+      skip "#{MYSQL_SKIP} #{reason}" if reason
+      TestSupport.mysql
+    end
+
+    # The URL of a new, empty database on the suite's MariaDB server (skipped where there is none).
+    def fresh_mysql_database_url = require_mysql!.fresh_database_url
 
     # The URL of a new, empty schema in the suite's PostgreSQL cluster (skipped where there is none): the store
     # creates its tables there at first use.
@@ -260,8 +309,7 @@ end
 
 Minitest::Test.include(LeaseMachines::TestSupport)
 Minitest.after_run do
-  summary = LeaseMachines::TestSupport.postgres_summary
-  puts summary if summary
+  [LeaseMachines::TestSupport.postgres_summary, LeaseMachines::TestSupport.mysql_summary].compact.each { puts _1 }
 end
 
 if LeaseMachines::TestSupport::INSTALLED

@@ -6,6 +6,7 @@ require "rbconfig"
 require "socket"
 require "uri"
 require_relative "capture"
+require_relative "throwaway_server"
 
 # A throwaway PostgreSQL cluster for tests and examples: Debian 12's own server (the postgresql package,
 # /usr/lib/postgresql/15/bin), a data directory of its own, trust authentication for the superuser `postgres`, a
@@ -20,6 +21,8 @@ require_relative "capture"
 #   standby = PostgresCluster.new.start_standby(dir: "tmp/standby", primary: cluster)   # streaming, asynchronous
 #   standby.promote   # pg_ctl promote: a primary on a new timeline
 class PostgresCluster
+  include ThrowawayServer
+
   # The server's programs: Debian's and Ubuntu's layout, the newest major version installed (15 on Debian 12).
   BIN = Dir["/usr/lib/postgresql/*/bin"].max_by { File.basename(File.dirname(_1)).to_i } || "/usr/lib/postgresql/15/bin"
   # The database superuser, and the system user the server runs as under root.
@@ -224,14 +227,6 @@ class PostgresCluster
     end
   end
 
-  # A port that was free a moment ago: the kernel's pick for a socket bound to port 0.
-  def free_port
-    server = TCPServer.new("127.0.0.1", 0)
-    server.addr[1]
-  ensure
-    server&.close
-  end
-
   # Under root the server user must own DIR, and reach it (every directory above it must let it through).
   def give_to_server_user(dir)
     return unless root?
@@ -241,19 +236,6 @@ class PostgresCluster
     _, status = Capture.capture2e("runuser", "-u", USER, "--", "test", "-w", dir)
     raise Error, "#{dir}: the #{USER} user cannot write there (a directory above it keeps it out)" \
       unless status.success?
-  end
-
-  # Stops the server when the process that started it exits (not in a forked child, which has the hook too).
-  def stop_at_exit
-    return if @stop_at_exit
-
-    @stop_at_exit = true
-    owner = Process.pid
-    at_exit do
-      stop(mode: :fast) if Process.pid == owner && @dir
-    rescue Error => e
-      warn "#{self}: #{e.message}"
-    end
   end
 
   # Runs one of the server's tools (as the server user under root) in the cluster's directory, with +env+ beyond this
@@ -269,12 +251,5 @@ class PostgresCluster
     raise Error, "#{self}: #{tool} #{args.first} failed:\n#{out}#{log_tail}" unless status.success?
 
     out
-  end
-
-  def log_tail(lines = 30)
-    return "" unless @dir && File.file?(log)
-
-    tail = File.readlines(log).last(lines).join
-    "--- the last lines of #{log}:\n#{tail}"
   end
 end

@@ -5,8 +5,10 @@ require_relative "store/errors"
 require_relative "store/claim"
 require_relative "store/event"
 require_relative "store/resource_state"
+require_relative "store/adapter"
 require_relative "store/sqlite"
 require_relative "store/postgresql"
+require_relative "store/mysql"
 require_relative "store/redis"
 
 module LeaseMachines
@@ -104,7 +106,7 @@ module LeaseMachines
       Store.retention!(keep_events, events_max_age)
       raise TypeError, "migrate must be true or false, got #{LeaseMachines.shown(migrate)}" unless [true, false].include?(migrate)
 
-      adapter = [Redis, PostgreSQL].find { _1.accepts?(database) } || SQLite
+      adapter = [Redis, PostgreSQL, MySQL].find { _1.accepts?(database) } || SQLite
       unless redis_options.empty? || adapter == Redis
         raise ArgumentError, "only a Redis store takes #{redis_options.keys.map { "#{_1}:" }.join(", ")}"
       end
@@ -167,8 +169,35 @@ module LeaseMachines
     # use the block's argument).
     def database = @adapter.connection
 
-    # Which database the store is on: +:sqlite+, +:postgresql+ or +:redis+.
+    # Which database the store is on: +:sqlite+, +:postgresql+, +:mysql+ or +:redis+.
     def adapter_name = @adapter.class.adapter_name
+
+    # What a fenced write that joined an application's transaction holds in the lease store's database until that
+    # transaction ends: +:row+ (PostgreSQL, MySQL: the lease's row, so no grant, renewal or release of that
+    # resource commits before it does), +:database+ (SQLite: its one write lock, so no request at all does), or nil
+    # (Redis: nothing in Redis).
+    def fence_holds = @adapter.class.fence_holds
+
+    # A Store for the fenced writes made on +connection+, an application's open driver connection
+    # (SQLite3::Database, PG::Connection or Mysql2::Client: ActiveRecord's raw_connection), deciding on +clock+ (nil:
+    # the database server's, as a lease store on it decides). With +redis+ (a RedisClient on the lease store's
+    # server: its leases are in Redis), a Store on that client whose fence is +connection+. +busy_timeout+ (Float
+    # seconds or nil) is the connection's configured busy timeout, which a Store on SQLite applies as sqlite3's
+    # busy_handler_timeout (what Rails 8 does); PostgreSQL and MySQL keep the connection's own lock wait. Nothing
+    # else of the connection changes, and #close of the Store returned would close it: leave that to its owner.
+    # Raises ArgumentError for a connection of another kind, and whatever Store.new raises.
+    def self.fence_for(connection, clock:, redis: nil, busy_timeout: nil)
+      sqlite = defined?(::SQLite3::Database) && ::SQLite3::Database === connection
+      unless sqlite || [PostgreSQL, MySQL].any? { _1.accepts?(connection) } && !named?(connection)
+        raise ArgumentError, "fenced writes take an open SQLite3::Database, PG::Connection or Mysql2::Client, " \
+                             "got #{LeaseMachines.shown(connection)}"
+      end
+
+      options = sqlite ? { busy_timeout: busy_timeout } : {}
+      return Store.new(redis, fence: connection, clock: clock, **options) if redis
+
+      Store.new(connection, clock: clock, **options)
+    end
 
     # What a Redis server promises of a committed decision (Store::Redis::Durability, read when the store opened);
     # nil for SQLite and PostgreSQL, which commit durably (synchronous FULL, synchronous_commit on).

@@ -19,8 +19,9 @@ LOCAL_GEMS=(raabro-1.5.0 et-orbi-1.4.2 fugit-1.13.0
   actionpack-8.1.3.1 railties-8.1.3.1 solid_queue-1.5.0)
 
 # Source gems, compiled on install against Debian 12's libraries: "NAME-VERSION [-- build options]". pg needs
-# libpq-dev (postgres.sh installs it).
-LOCAL_SOURCE_GEMS=("pg-1.6.3 -- --with-pg-config=/usr/bin/pg_config")
+# libpq-dev (postgres.sh installs it), mysql2 libmariadb-dev (mysql.sh).
+LOCAL_SOURCE_GEMS=("pg-1.6.3 -- --with-pg-config=/usr/bin/pg_config"
+  "mysql2-0.5.7 -- --with-mysql-config=/usr/bin/mariadb_config")
 
 # local_gems_source: the directory the .gem files are taken from, or nothing when there is none: also ../shared/gems
 # beside the checkout this one was cloned from, when its origin is a path on this machine (a fresh `git clone` of it

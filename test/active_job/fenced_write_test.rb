@@ -226,16 +226,16 @@ LeaseMachines::ActiveJobSupport.on_redis(
     writer_job { |job| job.lease.fenced { Report.create!(body: "nightly", token: job.lease.token) } }
       .perform_now("acme")
     raw = Report.connection.raw_connection
-    assert_equal :redis, raw.instance_variable_get(LeaseMachines::Jobs::StorePool::FENCE).adapter_name
-    client = raw.instance_variable_get(LeaseMachines::Jobs::StorePool::FENCE_CLIENT)
+    store, client = LeaseMachines::Jobs.pool.fence_of(raw)
+    assert_equal :redis, store.adapter_name
     assert_equal RedisStoreSupport.shared.port, client.config.port
 
     sqlite_path = path
     LeaseMachines::Jobs.store = -> { LeaseMachines::Store.new(sqlite_path, clock: clock.to_proc) }
     writer_job { |job| job.lease.fenced { Report.create!(body: "again", token: job.lease.token) } }.perform_now("beta")
     refute raw.closed?, "ActiveRecord's connection is still open"
-    assert_equal :sqlite, raw.instance_variable_get(LeaseMachines::Jobs::StorePool::FENCE).adapter_name
-    assert_nil raw.instance_variable_get(LeaseMachines::Jobs::StorePool::FENCE_CLIENT)
+    store, own_client = LeaseMachines::Jobs.pool.fence_of(raw)
+    assert_equal [:sqlite, nil], [store.adapter_name, own_client]
     refute client.connected?, "the fence store's Redis client was closed with it"
     assert_equal [["nightly", 1], ["again", 1]], Report.pluck(:body, :token)
   end

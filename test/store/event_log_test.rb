@@ -34,3 +34,10 @@ class StoreEventLogPostgreSQLTest < Minitest::Test
     assert_raises(LeaseMachines::StoreError) { adapter.close_request(R, nil, ["refused", 0.0] + [nil] * 8) }
   end
 end
+
+class StoreEventLogMySQLTest < Minitest::Test
+  include StoreEventLogRules
+  include LeaseMachines::TestSupport::StoreRules::OnMySQL
+
+  def tamper(sql) = store.database.query(sql)
+end

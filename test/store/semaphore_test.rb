@@ -28,3 +28,8 @@ class StoreSemaphorePostgreSQLTest < Minitest::Test
     assert_equal 4, sent
   end
 end
+
+class StoreSemaphoreMySQLTest < Minitest::Test
+  include StoreSemaphoreRules
+  include LeaseMachines::TestSupport::StoreRules::OnMySQL
+end

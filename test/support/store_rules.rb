@@ -2,9 +2,9 @@
 
 module LeaseMachines
   module TestSupport
-    # What a test module run on both stores shares: the including class says where its database is (#database:
-    # a SQLite path or a PostgreSQL URL; OnSQLite and OnPostgreSQL give a fresh one); #open_store opens a Store on it, closed after the test; #store is the
-    # test's first.
+    # What a test module run on every store shares: the including class says where its database is (#database: a
+    # SQLite path, a PostgreSQL or MySQL URL; OnSQLite, OnPostgreSQL and OnMySQL give a fresh one); #open_store opens
+    # a Store on it, closed after the test; #store is the test's first.
     module StoreRules
       def teardown
         (@stores || []).each(&:close)
@@ -31,6 +31,16 @@ module LeaseMachines
         def setup
           super
           @database = fresh_postgres_schema_url
+        end
+
+        def database = @database
+      end
+
+      # The rules on a fresh database of the suite's MariaDB server.
+      module OnMySQL
+        def setup
+          super
+          @database = fresh_mysql_database_url
         end
 
         def database = @database

@@ -115,16 +115,18 @@ module LeaseMachines
       # a StoreError after the busy timeout. SQLite has one writer: while this thread's own ActiveRecord connection
       # to the lease store's database has a transaction open (perform_now inside a transaction, an :inline
       # perform_later, a job inside another job's fenced write, a transactional test), no grant can commit.
-      # PostgreSQL locks rows: the grant runs on the store's own connection beside the open transaction, and waits
-      # only when that transaction holds +resource+'s row (an earlier job's fenced write joined it).
+      # PostgreSQL and MySQL lock rows: the grant runs on the store's own connection beside the open transaction, and
+      # waits only when that transaction holds +resource+'s row (an earlier job's fenced write joined it).
       def refuse_own_transaction(store, configuration, resource)
         record = configuration.fence_record_in_use
         connection = record && active_connection(record)
         # Begun on the database: ActiveRecord begins a transaction lazily, at its first statement.
         return unless connection&.transaction_open? && connection.current_transaction.materialized?
-        if store.adapter_name == :postgresql
+        case store.fence_holds
+        when :row
           refuse_held_row(resource) if FenceTransaction.holds?(connection, resource)
           return
+        when nil then return
         end
         return unless connection.adapter_name.match?(/sqlite/i)
         return unless same_file?(connection.pool.db_config.database, store.path)
@@ -137,7 +139,7 @@ module LeaseMachines
       end
 
       def refuse_held_row(resource)
-        raise StoreError, "#{resource}: this thread has a transaction open that holds the lease's row on PostgreSQL " \
+        raise StoreError, "#{resource}: this thread has a transaction open that holds the lease's row " \
                           "(an earlier job's fenced write joined it; that lease is released when the transaction " \
                           "ends), so no lease of it can be granted before it commits: perform the job after the " \
                           "transaction (perform_later with enqueue_after_transaction_commit), or turn " \

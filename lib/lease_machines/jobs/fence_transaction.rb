@@ -2,30 +2,32 @@
 
 module LeaseMachines
   module Jobs
-    # A write through the fence on an ActiveRecord connection (SQLite or PostgreSQL): opens a transaction on the
-    # fence record's connection, or joins the one open there, makes it real (ActiveRecord begins transactions
+    # A write through the fence on an ActiveRecord connection (SQLite, PostgreSQL or MySQL): opens a transaction on
+    # the fence record's connection, or joins the one open there, makes it real (ActiveRecord begins transactions
     # lazily), and hands the rest to Store#fenced on that connection's own driver connection (SQLite3::Database,
-    # PG::Connection): under a savepoint, the token is checked against the lease store's rows in the same database
-    # (the lease live on the store's clock, no newer token issued) and the fence's high-water raised, then the block
-    # runs (on PostgreSQL the lease's row is read FOR SHARE: no grant of the resource commits before the application's
-    # transaction has). A refused token raises Fenced and the whole ActiveRecord transaction rolls back (jobs enqueued
-    # in it after commit included). The rule is the core's; this only finds the connection, and yields it to the
-    # block.
+    # PG::Connection, Mysql2::Client): under a savepoint, the token is checked against the lease store's rows in the
+    # same database (the lease live on the store's clock, no newer token issued) and the fence's high-water raised,
+    # then the block runs (on PostgreSQL and MySQL the lease's row is read under a shared lock: no grant of the
+    # resource commits before the application's transaction has). A refused token raises Fenced and the whole
+    # ActiveRecord transaction rolls back (jobs enqueued in it after commit included). The rule is the core's; this
+    # only finds the connection, and yields it to the block.
     module FenceTransaction
-      # Where an ActiveRecord connection on PostgreSQL lists the resources whose lease rows its open transaction
-      # holds (FOR SHARE, since a fenced write joined it): until that transaction ends, no request of the lease store
-      # on them (a grant, a renewal, a release) can commit.
-      HELD = :@lease_machines_held
+      # The resources whose lease rows an ActiveRecord connection's open transaction holds (PostgreSQL, MySQL:
+      # Store#fence_holds is :row, since a fenced write joined it), by connection, weakly: until that transaction
+      # ends, no request of the lease store on them (a grant, a renewal, a release) can commit. (Ruby 3.2, without
+      # WeakKeyMap: a WeakMap, which may forget sooner; a grant then waits out its busy timeout instead of being
+      # refused at once.)
+      HELD = defined?(ObjectSpace::WeakKeyMap) ? ObjectSpace::WeakKeyMap.new : ObjectSpace::WeakMap.new
+      HELD_LOCK = Thread::Mutex.new
 
       module_function
 
       # Runs the block in a transaction on +record+'s connection, fenced by +token+ on +resource+ (in +slot+ of its
-      # semaphore), the lease checked on +clock+ (the lease store's; nil: the PostgreSQL or Redis server's) against the
-      # lease's row in the same database, or in Redis for a lease store on Redis (+redis+, its RedisClient::Config).
-      # Returns the block's value. Sets
-      # payload[:committed], whether the write's transaction committed, however the call ends (an after_commit
-      # callback may raise after the commit; a write that joined an enclosing transaction commits later, with it:
-      # false).
+      # semaphore), the lease checked on +clock+ (the lease store's; nil: the database server's) against the lease's
+      # row in the same database, or in Redis for a lease store on Redis (+redis+, its RedisClient::Config). Returns
+      # the block's value. Sets payload[:committed], whether the write's transaction committed, however the call
+      # ends (an after_commit callback may raise after the commit; a write that joined an enclosing transaction
+      # commits later, with it: false).
       def run(record, resource:, token:, clock:, redis: nil, slot: 0, payload: {})
         record.with_connection do |connection|
           store = Jobs.pool.fence_store(connection, clock, redis)
@@ -39,7 +41,7 @@ module LeaseMachines
               failure = e
               raise
             end
-            hold(connection, resource) if store.adapter_name == :postgresql && connection.transaction_open?
+            hold(connection, resource) if store.fence_holds == :row && connection.transaction_open?
             result
           rescue ::ActiveRecord::StatementInvalid => e
             # The block ended the transaction itself (COMMIT, ROLLBACK): the fence's StoreError says so, rather than
@@ -71,7 +73,7 @@ module LeaseMachines
 
       # Whether +connection+'s open transaction holds +resource+'s lease row (see HELD).
       def holds?(connection, resource)
-        (connection.transaction_open? && connection.instance_variable_get(HELD)&.key?(resource)) || false
+        (connection.transaction_open? && HELD_LOCK.synchronize { HELD[connection] }&.key?(resource)) || false
       end
 
       # Runs the block once +connection+ has no transaction open any more: when its outermost transaction commits or
@@ -87,11 +89,11 @@ module LeaseMachines
       # +resource+'s lease row is held by +connection+'s open transaction, which the fenced write joined: listed
       # until the transaction ends.
       def hold(connection, resource)
-        held = connection.instance_variable_get(HELD)
-        return held[resource] = true if held
-
-        connection.instance_variable_set(HELD, { resource => true })
-        after_transaction(connection) { connection.instance_variable_set(HELD, nil) }
+        first = HELD_LOCK.synchronize do
+          held = HELD[connection]
+          held ? !(held[resource] = true) : (HELD[connection] = { resource => true })
+        end
+        after_transaction(connection) { HELD_LOCK.synchronize { HELD[connection] = nil } } if first
       end
     end
   end

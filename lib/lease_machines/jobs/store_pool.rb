@@ -10,19 +10,19 @@ module LeaseMachines
     #   factory is. A factory opens one Store per thread (and one for the renewer), and new ones in a forked child: a
     #   SQLite connection must not cross a fork.
     # - The fence's (+fence_store+): a Store on an ActiveRecord connection's own driver connection, for the fenced
-    #   writes made on it, kept on that driver connection so that it lives exactly as long as it. For a lease store
-    #   on Redis, that Store is on Redis too, with a client of its own, and the driver connection as its fence.
+    #   writes made on it, kept per driver connection (a weak map) so that it lives exactly as long as it. For a lease
+    #   store on Redis, that Store is on Redis too, with a client of its own, and the driver connection as its fence.
     class StorePool
-      # Where a driver connection keeps its fence Store, and the RedisClient of a fence Store on Redis.
-      FENCE = :@lease_machines_fence
-      FENCE_CLIENT = :@lease_machines_fence_client
-
       def initialize(configuration)
         @configuration = configuration
         @lock = Thread::Mutex.new
         @fence_lock = Thread::Mutex.new
         @pid = @configured_in = Process.pid
         @stores = {}
+        # Each driver connection's fence Store, and the RedisClient of a fence Store on Redis: weak keys, so that an
+        # entry goes with its connection (Ruby 3.2, without WeakKeyMap: a WeakMap, which may drop an entry sooner;
+        # the Store is then made again).
+        @fences = defined?(ObjectSpace::WeakKeyMap) ? ObjectSpace::WeakKeyMap.new : ObjectSpace::WeakMap.new
       end
 
       # Yields a store for the current thread; +own:+ names a connection of its own (the renewer's).
@@ -59,53 +59,44 @@ module LeaseMachines
       end
 
       # The fence's Store on an ActiveRecord +connection+ (created at its first fenced write, inside an open
-      # transaction or not), deciding on +clock+ (nil: the PostgreSQL or Redis server's clock, as the lease store's
-      # own), with the leases' rows read from Redis when +redis+ (the lease store's RedisClient::Config) is given. On
-      # PostgreSQL it changes nothing of the connection: its lock_timeout is the application's. On SQLite it changes
-      # one setting, and keeps its value: the busy timeout that database.yml gives (+timeout+, milliseconds) becomes
-      # sqlite3's busy_handler_timeout of the same length, as Rails 8 sets it, because ActiveRecord 7.2's C busy
-      # timeout waits holding the GVL, and would stall the very thread that holds the lock (another job's, the
-      # renewer's) until it runs out. Journal mode and synchronous are left as the application set them. Raises
+      # transaction or not; Store.fence_for), deciding on +clock+ (nil: the PostgreSQL, MySQL or Redis server's clock,
+      # as the lease store's own), with the leases' rows read from Redis when +redis+ (the lease store's
+      # RedisClient::Config) is given. It changes nothing of the connection but, on SQLite, the busy timeout that
+      # database.yml gives (+timeout+, milliseconds), which becomes sqlite3's busy_handler_timeout of the same length,
+      # as Rails 8 sets it, because ActiveRecord 7.2's C busy timeout waits holding the GVL, and would stall the very
+      # thread that holds the lock (another job's, the renewer's) until it runs out. The Store is kept per driver
+      # connection in a weak map (ObjectSpace::WeakKeyMap), so it lives exactly as long as that connection. Raises
       # ArgumentError for a connection to another database.
       def fence_store(connection, clock, redis = nil)
         raw = connection.raw_connection
-        options = if defined?(::SQLite3::Database) && ::SQLite3::Database === raw
-                    { busy_timeout: busy_timeout(connection) }
-                  elsif defined?(::PG::Connection) && ::PG::Connection === raw
-                    {}
-                  else
-                    raise ArgumentError, "fenced writes support SQLite and PostgreSQL connections, got " \
-                                         "#{connection.adapter_name}"
-                  end
-
         # A lock of its own: the pool's is held for a whole request of the lease store (which may wait for the very
         # transaction this fenced write joins).
         @fence_lock.synchronize do
-          store = raw.instance_variable_get(FENCE)
+          store, client = @fences[raw]
           # A clock may be nil: the server's.
           unless store && store.clock.equal?(clock) && same_redis?(store.redis_config, redis)
             # The Store itself is not closed: that would close +raw+, ActiveRecord's.
-            raw.instance_variable_get(FENCE_CLIENT)&.close
-            raw.instance_variable_set(FENCE_CLIENT, nil)
-            store = redis ? redis_fence(raw, redis, clock, options) : Store.new(raw, clock: clock, **options)
-            raw.instance_variable_set(FENCE, store)
+            client&.close
+            store, client = fence(raw, clock, redis, busy_timeout(connection))
+            @fences[raw] = [store, client]
           end
           store
         end
       end
 
+      # The fence Store kept for the driver connection +raw+ and its own RedisClient (nil: none), or nil before its
+      # first fenced write.
+      def fence_of(raw) = @fence_lock.synchronize { @fences[raw] }
+
       private
 
-      # A Store on Redis (a client of its own on +config+, kept on +raw+ as FENCE_CLIENT) whose fence is the driver
-      # connection +raw+.
-      def redis_fence(raw, config, clock, options)
-        client = config.new_client
-        begin
-          Store.new(client, fence: raw, clock: clock, **options).tap { raw.instance_variable_set(FENCE_CLIENT, client) }
-        rescue StandardError
-          client.close
-          raise
-        end
+      # A new fence Store on +raw+ (Store.fence_for), and the RedisClient of its own it was given (nil: none).
+      def fence(raw, clock, config, busy_timeout)
+        client = config&.new_client
+        [Store.fence_for(raw, clock: clock, redis: client, busy_timeout: busy_timeout), client]
+      rescue StandardError
+        client&.close
+        raise
       end
 
       # Whether two RedisClient::Configs (or nils) name the same server, database and user: each thread's lease store

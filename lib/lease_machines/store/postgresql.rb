@@ -15,7 +15,7 @@ module LeaseMachines
     # encoding) and numbers the store formats itself; its doubles come back as their 8 bytes (float8send, in hex),
     # exact whatever the connection's extra_float_digits. PostgreSQL 12 or newer. A fenced write, whose protected statements carry the caller's
     # binds, travels as unnamed parameterized queries in pipeline mode. Either way a name is never SQL.
-    class PostgreSQL
+    class PostgreSQL < Adapter
       # The schema, for people who manage their own migrations.
       SCHEMA = File.read(File.expand_path("postgresql.sql", __dir__)).freeze
       # PostgreSQL bigints are signed 64-bit.
@@ -206,6 +206,9 @@ module LeaseMachines
       KNOWN_ROWS = 4096
 
       def self.adapter_name = :postgresql
+
+      # What a fenced write joined to an application's transaction holds until it ends: the lease's row (FOR SHARE).
+      def self.fence_holds = :row
 
       # What this database's driver raises; Store turns it into StoreError.
       def self.errors = defined?(::PG::Error) ? [::PG::Error] : []

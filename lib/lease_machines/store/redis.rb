@@ -107,7 +107,7 @@ module LeaseMachines
     # floor but never advances it: every process of an application whose writes are fenced opens its store with the
     # fence. Without +fence:+, #open_fence raises NotImplementedError, and the tokens are only as durable as
     # #durability's tier.
-    class Redis
+    class Redis < Adapter
       URL = %r{\Arediss?://}i
       PREFIX = "lease_machines"
       INDEX = "#{PREFIX}:resources".freeze
@@ -266,6 +266,9 @@ module LeaseMachines
       Durability = Data.define(:tier, :replicas, :wait, :promise)
 
       def self.adapter_name = :redis
+
+      # What a fenced write joined to an application's transaction holds until it ends: nothing in Redis.
+      def self.fence_holds = nil
 
       # What this store's drivers raise (Redis's, and the fence's SQL driver's); Store turns it into StoreError.
       def self.errors = [*(defined?(::RedisClient::Error) ? [::RedisClient::Error] : []), *SQLite.errors,

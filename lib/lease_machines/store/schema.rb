@@ -1,8 +1,10 @@
 # frozen_string_literal: true
 
+require_relative "adapter"
+
 module LeaseMachines
   class Store
-    class SQLite
+    class SQLite < Adapter
       # The lease store's tables on one connection: created where none exist, then checked, so that a table of the
       # same name but another shape (another gem's, a hand-made one, a newer format) is refused when the store opens
       # rather than failing at some later request.

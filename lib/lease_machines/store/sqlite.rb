@@ -15,19 +15,21 @@ module LeaseMachines
     # Rows are read with prepared statements stepped by hand, which answer Arrays whatever the connection's
     # +results_as_hash+ says, so the application's own connection works with any settings. The store's own
     # statements are prepared once per connection and reset after every use (a reset statement holds no lock).
-    class SQLite
+    class SQLite < Adapter
       # What this database's driver raises; Store turns it into StoreError.
       ERRORS = (defined?(::SQLite3::Exception) ? [::SQLite3::Exception] : []).freeze
 
       def self.adapter_name = :sqlite
+
+      # What a fenced write joined to an application's transaction holds until it ends: the one write lock.
+      def self.fence_holds = :database
+
       def self.errors = ERRORS
       def self.message(error) = error.message
 
       # Whether +database+ is for this adapter: everything that is not PostgreSQL's is (a bad argument is then
       # refused here, with the message that names both).
       def self.accepts?(_database) = true
-      # SQLite integers are signed 64-bit: the store refuses to issue tokens above this.
-      MAX_INTEGER = 2**63 - 1
       # The schema, for people who manage their own migrations.
       SCHEMA = File.read(File.expand_path("schema.sql", __dir__)).freeze
       # The busy timeout is handed to SQLite in whole milliseconds, as a C int.
@@ -328,24 +330,10 @@ module LeaseMachines
         event_rows(resource.nil? ? rows(READ_LATEST_EVENTS, limit) : rows(READ_LATEST_RESOURCE_EVENTS, resource, limit))
       end
 
-      # Event rows with their owners read back from their two's complement.
-      def event_rows(found)
-        found.map do |event|
-          event = event.dup
-          event[5] = unsigned(event[5])
-          event[10] = unsigned(event[10])
-          event
-        end
-      end
+      def event_rows(found) = unsigned_events(found)
 
       # The accepted changes of the whole log, oldest first, as the extension's store audit reads them.
-      def changes
-        rows(READ_CHANGES).map do |change|
-          change = change.dup
-          change[5], change[9] = unsigned(change[5]), unsigned(change[9])
-          change
-        end
-      end
+      def changes = unsigned_changes(rows(READ_CHANGES))
 
       # How many events of each kind the log keeps, as [kind, count] rows.
       def event_counts = rows(COUNT_EVENTS)
@@ -381,6 +369,14 @@ module LeaseMachines
           return chars.join + code.chr(Encoding::UTF_8) if code <= 0x10FFFF
         end
         nil
+      end
+
+      # SQLite has no clock of its own: the machine's wall clock (Store::WALL_CLOCK), which Store uses for it anyway.
+      def server_now = Store::WALL_CLOCK.call
+
+      # SQLite keeps no token epochs (one machine: no failover), so the core never asks for the next one.
+      def next_epoch(resource, _opened)
+        raise StoreError, "#{@name}: SQLite keeps no token epochs (#{resource.inspect})"
       end
 
       # Whether +error+ (from #close_fence) says the fenced write's transaction was ended inside it: its savepoint is
@@ -437,10 +433,6 @@ module LeaseMachines
 
       def end_fence(savepoint) = savepoint ? @connection.execute("RELEASE #{savepoint}") : step(COMMIT)
 
-      # An owner (0 to 2**64-1) as the signed 64-bit INTEGER SQLite stores, and back.
-      def signed(owner) = owner && owner > MAX_INTEGER ? owner - 2**64 : owner
-      def unsigned(owner) = Integer === owner && owner.negative? ? owner + 2**64 : owner
-
       # Takes the write lock at once and marks the transaction as the store's with a savepoint, in one call into
       # SQLite, so that no Ruby code (a signal's trap handler) can run between the two.
       def begin_transaction = @connection.execute_batch2("BEGIN IMMEDIATE; SAVEPOINT #{OWN}")
@@ -452,17 +444,10 @@ module LeaseMachines
       end
 
       # A listed lease with its owner read back from its two's complement.
-      def owner_of_lease(lease)
-        lease = lease.dup
-        lease[2] = unsigned(lease[2])
-        lease
-      end
+      def owner_of_lease(lease) = unsigned_at(lease, 2)
 
       # +columns+ with the owner read back from its two's complement.
-      def owner_of(columns)
-        columns[0] = unsigned(columns[0])
-        columns
-      end
+      def owner_of(columns) = unsigned_at(columns, 0)
 
       def busy_timeout=(milliseconds)
         # A Ruby busy handler sleeps with the GVL released, so that the thread of this process holding the lock (a

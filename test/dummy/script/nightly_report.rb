@@ -27,7 +27,7 @@ rescue LeaseMachines::Fenced => e
 end
 declaration = LeaseMachines::Jobs::Declarations::TABLE[NightlyReportJob]
 connection = ActiveRecord::Base.connection
-fence_store = connection.raw_connection.instance_variable_get(LeaseMachines::Jobs::StorePool::FENCE)
+fence_store, = LeaseMachines::Jobs.pool.fence_of(connection.raw_connection)
 puts JSON.generate(
   included: ActiveJob::Base.include?(LeaseMachines::HoldsLease),
   default_ttl: configuration.default_ttl,

@@ -1,0 +1,811 @@
+# frozen_string_literal: true
+
+module LeaseMachines
+  class Store
+    # The MySQL and MariaDB side of Store, through the mysql2 gem: how to reach the server, run a request's transaction
+    # in at most two round trips (several statements per round trip), and read and write the store's InnoDB tables.
+    # It makes no decision (the extension does) and knows no lease rule.
+    #
+    # Every read a decision or a fenced write depends on is a locking read, which sees the newest committed row
+    # whatever the transaction's isolation (MySQL's REPEATABLE READ would otherwise answer an application's
+    # transaction from the snapshot of its first read): a decision locks the resource's row FOR UPDATE, a fenced write
+    # LOCK IN SHARE MODE (no grant of the resource commits before the write has) and its fence mark FOR UPDATE. The
+    # store's own transactions run READ COMMITTED. The server's clock (UTC_TIMESTAMP(6), microseconds) is read in a
+    # statement after the locks. Lock waits are bounded by innodb_lock_wait_timeout, whole seconds (the busy timeout
+    # rounded up, at least 1). On a connection the store opens these are the session's settings; on an application's
+    # connection each request sets what it needs and puts back what it found, so that no session state is left
+    # behind. Names and numbers are written as literals the store formats itself (a name as its bytes in hex, a
+    # Float as the shortest text that reads back as the same double): a name is never SQL.
+    class MySQL < Adapter
+      # The schema, for people who manage their own migrations: statements, each ending with ";" at a line's end.
+      SCHEMA = File.read(File.expand_path("mysql.sql", __dir__)).freeze
+      # How long a request on a connection the store opens waits for another transaction's lock, Float seconds.
+      DEFAULT_BUSY_TIMEOUT = 5.0
+      # How long the server may take to answer beyond the request's lock wait, seconds (mysql2's read timeout).
+      ANSWER_MARGIN = 30
+      URL = %r{\Amysql2?://}i
+      # The URL's query parameters the store takes, and the mysql2 option each one is.
+      PARAMETERS = { "socket" => :socket, "connect_timeout" => :connect_timeout, "ssl_mode" => :ssl_mode,
+                     "sslmode" => :ssl_mode, "sslca" => :sslca, "sslcert" => :sslcert, "sslkey" => :sslkey,
+                     "sslverify" => :sslverify }.freeze
+      FORMAT = 2
+      # Each table's columns as [name, type], as information_schema's DATA_TYPE reports them.
+      COLUMNS = {
+        "lease_machines_schema" => [%w[id int], %w[format int]],
+        "lease_machines_leases" => [%w[resource varbinary], %w[owner bigint], %w[token bigint], %w[expires_at double],
+                                    %w[last_issued bigint], %w[observed double], %w[revision bigint]],
+        "lease_machines_history" => [%w[id int], %w[epoch bigint], %w[history varchar]],
+        "lease_machines_fences" => [%w[resource varbinary], %w[highest bigint]],
+        "lease_machines_slots" => [%w[resource varbinary], %w[slot int], %w[owner bigint], %w[token bigint],
+                                   %w[expires_at double], %w[last_issued bigint], %w[observed double],
+                                   %w[revision bigint]],
+        "lease_machines_slot_fences" => [%w[resource varbinary], %w[slot int], %w[highest bigint]],
+        "lease_machines_events" => [%w[id bigint], %w[resource varbinary], %w[slot int], %w[seq bigint],
+                                    %w[kind varchar], %w[at double], %w[owner bigint], %w[token bigint],
+                                    %w[expires_at double], %w[revision bigint], %w[reason varchar],
+                                    %w[replaced_owner bigint], %w[replaced_token bigint],
+                                    %w[replaced_expires_at double], %w[highest bigint]]
+      }.freeze
+      READ_COLUMNS = "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS " \
+                     "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (%s) ORDER BY TABLE_NAME, ORDINAL_POSITION"
+      # Serializes two processes creating the schema at once (a named lock, released at once).
+      CREATE_LOCK = "SELECT GET_LOCK('lease_machines_schema', 60)"
+      CREATE_UNLOCK = "SELECT RELEASE_LOCK('lease_machines_schema')"
+      LEASE_COLUMNS = "owner, token, expires_at, last_issued, observed, revision"
+      # The server's clock, Integer microseconds since the Unix epoch (UTC_TIMESTAMP is independent of time_zone).
+      CLOCK = "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
+      ENSURE_ROW = "INSERT INTO lease_machines_leases (resource) VALUES (%s) " \
+                   "ON DUPLICATE KEY UPDATE resource = resource"
+      LOCK_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = %s FOR UPDATE".freeze
+      LOCK_SLOTS = "SELECT slot, #{LEASE_COLUMNS} FROM lease_machines_slots WHERE resource = %s ORDER BY slot " \
+                   "FOR UPDATE".freeze
+      SHARE_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = %s LOCK IN SHARE MODE".freeze
+      SHARE_SLOT = "SELECT #{LEASE_COLUMNS} FROM lease_machines_slots WHERE resource = %s AND slot = %d " \
+                   "LOCK IN SHARE MODE".freeze
+      LOCK_FENCE = "SELECT highest FROM lease_machines_fences WHERE resource = %s FOR UPDATE"
+      LOCK_SLOT_FENCE = "SELECT highest FROM lease_machines_slot_fences WHERE resource = %s AND slot = %d FOR UPDATE"
+      READ_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = %s".freeze
+      READ_SLOT = "SELECT #{LEASE_COLUMNS} FROM lease_machines_slots WHERE resource = %s AND slot = %d".freeze
+      READ_FENCE = "SELECT highest FROM lease_machines_fences WHERE resource = %s"
+      READ_SLOT_FENCE = "SELECT highest FROM lease_machines_slot_fences WHERE resource = %s AND slot = %d"
+      WRITE_ROW = "UPDATE lease_machines_leases SET owner = %s, token = %s, expires_at = %s, last_issued = %s, " \
+                  "observed = %s, revision = %s WHERE resource = %s"
+      WRITE_SLOT = "INSERT INTO lease_machines_slots (resource, slot, #{LEASE_COLUMNS}) " \
+                   "VALUES (%7$s, %8$d, %1$s, %2$s, %3$s, %4$s, %5$s, %6$s) ON DUPLICATE KEY UPDATE " \
+                   "owner = VALUES(owner), token = VALUES(token), expires_at = VALUES(expires_at), " \
+                   "last_issued = VALUES(last_issued), observed = VALUES(observed), revision = VALUES(revision)".freeze
+      WRITE_FENCE = "INSERT INTO lease_machines_fences (resource, highest) VALUES (%s, %d) " \
+                    "ON DUPLICATE KEY UPDATE highest = VALUES(highest)"
+      WRITE_SLOT_FENCE = "INSERT INTO lease_machines_slot_fences (resource, slot, highest) VALUES (%s, %d, %d) " \
+                         "ON DUPLICATE KEY UPDATE highest = VALUES(highest)"
+      # The token epoch in force and the history it was taken in (a locking read: the newest committed, whatever the
+      # isolation). The server's own name for its history is read once per connection (#history).
+      EPOCH_READ = "SELECT epoch, history FROM lease_machines_history WHERE id = 1 LOCK IN SHARE MODE"
+      WRITE_HISTORY = "INSERT INTO lease_machines_history (id, epoch, history) VALUES (1, %d, %s) " \
+                      "ON DUPLICATE KEY UPDATE epoch = GREATEST(epoch, VALUES(epoch)), history = VALUES(history)"
+      EVENT_COLUMNS = "kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, " \
+                      "replaced_expires_at, highest"
+      # One event, numbered after its lease's newest (seq); then the lease's event that falls out of its newest
+      # keep_events (found by the lease's index from the new event's seq), and of the log's two oldest events those
+      # more than max_age seconds before the new one: constant work. The derived tables (materialized: LIMIT) let a
+      # statement read the table it deletes from.
+      LOG_EVENT = "INSERT INTO lease_machines_events (resource, slot, seq, #{EVENT_COLUMNS}) " \
+                  "SELECT %1$s, %2$d, COALESCE(MAX(seq), 0) + 1, %3$s FROM lease_machines_events " \
+                  "WHERE resource = %1$s AND slot = %2$d".freeze
+      PRUNE_LEASE = "DELETE FROM lease_machines_events WHERE resource = %1$s AND slot = %2$d AND seq = " \
+                    "(SELECT fallen.seq FROM (SELECT seq - %3$d AS seq FROM lease_machines_events " \
+                    "WHERE id = LAST_INSERT_ID() LIMIT 1) fallen)"
+      PRUNE_OLD = "DELETE FROM lease_machines_events WHERE id IN (SELECT oldest.id FROM (SELECT id, at FROM " \
+                  "lease_machines_events ORDER BY id LIMIT 2) oldest WHERE oldest.at < %s)"
+      READ_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events WHERE id > %d " \
+                    "ORDER BY id LIMIT %d".freeze
+      READ_RESOURCE_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events " \
+                             "WHERE resource = %s AND id > %d ORDER BY id LIMIT %d".freeze
+      READ_LATEST_EVENTS = "SELECT * FROM (SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events " \
+                           "ORDER BY id DESC LIMIT %d) newest ORDER BY id".freeze
+      READ_LATEST_RESOURCE_EVENTS = "SELECT * FROM (SELECT id, resource, slot, #{EVENT_COLUMNS} FROM " \
+                                    "lease_machines_events WHERE resource = %s ORDER BY id DESC LIMIT %d) newest " \
+                                    "ORDER BY id".freeze
+      READ_CHANGES = "SELECT id, resource, slot, kind, at, owner, token, expires_at, revision, replaced_owner, " \
+                     "replaced_token, replaced_expires_at FROM lease_machines_events " \
+                     "WHERE kind IN (#{Event::CHANGES_SQL}) ORDER BY id".freeze
+      COUNT_EVENTS = "SELECT kind, COUNT(*) FROM lease_machines_events GROUP BY kind ORDER BY kind"
+      LEASE_PAGE_COLUMNS = "owner, token, expires_at, last_issued, observed, revision, highest"
+      # Keyset pages through the primary keys, bytewise (VARBINARY), from the later of the prefix and the key.
+      READ_LEASES = "SELECT resource, 0, #{LEASE_PAGE_COLUMNS} FROM lease_machines_leases LEFT JOIN " \
+                    "lease_machines_fences USING (resource) WHERE resource >= %1$s AND resource > %2$s " \
+                    "ORDER BY resource LIMIT %4$d".freeze
+      READ_SLOT_LEASES = "SELECT resource, slot, #{LEASE_PAGE_COLUMNS} FROM lease_machines_slots LEFT JOIN " \
+                         "lease_machines_slot_fences USING (resource, slot) WHERE resource >= %1$s AND " \
+                         "(resource, slot) > (%2$s, %3$d) ORDER BY resource, slot LIMIT %4$d".freeze
+      COUNT_LEASES = "SELECT (SELECT COUNT(*) FROM lease_machines_leases WHERE %1$s) + " \
+                     "(SELECT COUNT(*) FROM lease_machines_slots WHERE %1$s)"
+      # The savepoint that marks a transaction on an application's connection as the store's.
+      OWN = "lease_machines_own"
+      # The session variable that keeps an application connection's lock wait timeout during a request.
+      KEPT_WAIT = "@lease_machines_wait"
+      private_constant :PARAMETERS, :COLUMNS, :READ_COLUMNS, :CREATE_LOCK, :CREATE_UNLOCK, :LEASE_COLUMNS, :CLOCK,
+                       :ENSURE_ROW, :LOCK_ROW, :LOCK_SLOTS, :SHARE_ROW, :SHARE_SLOT, :LOCK_FENCE, :LOCK_SLOT_FENCE,
+                       :READ_ROW, :READ_SLOT, :READ_FENCE, :READ_SLOT_FENCE, :WRITE_ROW, :WRITE_SLOT, :WRITE_FENCE,
+                       :WRITE_SLOT_FENCE, :EPOCH_READ, :WRITE_HISTORY, :EVENT_COLUMNS, :LOG_EVENT, :PRUNE_LEASE,
+                       :PRUNE_OLD, :READ_EVENTS, :READ_RESOURCE_EVENTS, :READ_LATEST_EVENTS,
+                       :READ_LATEST_RESOURCE_EVENTS, :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES,
+                       :READ_SLOT_LEASES, :COUNT_LEASES, :OWN, :KEPT_WAIT
+      # How many resources' rows a store remembers as existing (a decision on one skips the INSERT that makes it
+      # exist); past that, it forgets them all and learns again.
+      KNOWN_ROWS = 4096
+      # How each query's rows come back, whatever the connection's own query options say.
+      QUERY_OPTIONS = { as: :array, cast: true, cast_booleans: false, symbolize_keys: false, cache_rows: false,
+                        stream: false }.freeze
+
+      def self.adapter_name = :mysql
+
+      # What a fenced write joined to an application's transaction holds until it ends: the lease's row.
+      def self.fence_holds = :row
+
+      # What this database's driver raises; Store turns it into StoreError.
+      def self.errors = defined?(::Mysql2::Error) ? [::Mysql2::Error] : []
+
+      # Whether +database+ is a MySQL URL (mysql2://, mysql://) or an open Mysql2::Client.
+      def self.accepts?(database)
+        return URL.match?(database) if String === database
+
+        defined?(::Mysql2::Client) ? ::Mysql2::Client === database : false
+      end
+
+      # What names +database+ in a message: the server, port, user and database, never a password.
+      def self.describe(database)
+        unless String === database
+          options = database.query_options
+          return "mysql2://#{options[:username]}@#{options[:host] || "localhost"}:#{options[:port] || 3306}/" \
+                 "#{options[:database]}"
+        end
+
+        uri = URI.parse(database)
+        uri.password = nil
+        uri.query = nil
+        uri.to_s
+      rescue URI::Error
+        "a MySQL server (an unreadable URL)"
+      end
+
+      # The mysql2 options of a mysql2:// (or mysql://) URL: user, password, host (a name or address; none: the
+      # default socket), port, database, and the query parameters PARAMETERS lists. Raises ArgumentError for
+      # anything else (never showing the password).
+      def self.options_of(url)
+        uri = URI.parse(url)
+        options = { host: uri.host, port: uri.port, username: uri.user && decoded(uri.user),
+                    password: uri.password && decoded(uri.password), database: uri.path.to_s.delete_prefix("/") }
+        options[:database] = nil if options[:database].empty?
+        options[:database] &&= decoded(options[:database])
+        URI.decode_www_form(uri.query || "").each do |key, value|
+          option = PARAMETERS[key] or
+            raise ArgumentError, "#{describe(url)}: the URL parameter #{key.inspect} is not one the MySQL store " \
+                                 "takes (#{PARAMETERS.keys.join(", ")})"
+          options[option] = option == :connect_timeout ? Integer(value, 10) : value
+        end
+        options.compact
+      rescue URI::Error
+        raise ArgumentError, "#{describe(url)}: not a URL the MySQL store can read"
+      end
+
+      # +text+ percent-decoded.
+      def self.decoded(text) = URI.decode_www_form_component(text)
+
+      # Connects to +database+ (a mysql2:// or mysql:// URL) or takes an open Mysql2::Client (the application's own,
+      # whose settings are left as they are). +busy_timeout+ is Float seconds (0 to about 24 days) or nil: 5 seconds
+      # for a connection the store opens, the connection's own innodb_lock_wait_timeout for one it is given. The
+      # schema is created where it is missing (outside a transaction), then checked. Raises LoadError when the
+      # mysql2 gem is missing, TypeError or ArgumentError for bad arguments, Mysql2::Error when the server cannot be
+      # reached or set up, StoreError for tables of another shape or format.
+      def initialize(database, busy_timeout:, migrate: true)
+        require "mysql2"
+        require "uri"
+        @owned = String === database
+        seconds = busy_timeout.nil? && @owned ? DEFAULT_BUSY_TIMEOUT : busy_timeout
+        # Whole seconds, as InnoDB takes them: the busy timeout rounded up, at least 1 (checked as SQLite checks it).
+        @wait = seconds && [(SQLite.busy_timeout_ms(seconds) / 1000.0).ceil, 1].max
+        @name = self.class.describe(database)
+        @options = self.class.options_of(database) if @owned # for a reconnect; never shown
+        @connection = @owned ? connect : database
+        @known_rows = {}
+        @kept = {} # the savepoints of open fenced writes (and :own), each with whether it set the lock wait
+        @transaction = false # on a connection the store opened: whether one of its transactions is open
+        begin
+          prepare_schema(migrate)
+          history
+        rescue ::Mysql2::Error, StoreError
+          close if @owned
+          raise
+        end
+      end
+
+      def close
+        @broken = false
+        @connection.closed? || @connection.close
+      end
+
+      # Closed, by #close or by the application: not by a lost connection.
+      def closed? = @connection.closed? && !@broken
+
+      # Raises StoreError when the connection was lost; one the store opened is opened anew first.
+      def check!
+        return unless @broken || (@owned && @connection.closed?)
+        raise StoreError, "#{@name}: the connection to the server is broken" unless @owned
+
+        begin
+          @connection.close unless @connection.closed?
+          @connection = connect
+          @broken = false
+          @transaction = false
+          @kept.clear
+        rescue ::Mysql2::Error => e
+          raise StoreError, "#{@name}: cannot reconnect: #{self.class.message(e)}"
+        end
+      end
+
+      # On a connection the store opened, whether its own transaction is open; on an application's, the server's
+      # answer (one round trip).
+      def in_transaction?
+        return @transaction if @owned
+
+        rows("SELECT @@in_transaction").first.first == 1
+      end
+
+      # +name+, which VARBINARY keeps whatever its bytes (the core's 1,024-byte bound fits the column).
+      def check_name!(name) = name
+
+      # One round trip: the store's own transaction opened (READ COMMITTED), the resource's row made to exist (unless
+      # a committed request of this store has seen it) and locked FOR UPDATE, read, with the server's clock when
+      # +clock+, and the token epoch (#epoch_of). Returns [row, now or nil, epoch].
+      def open_request(resource, clock: false)
+        literal, statements = opening_request(resource)
+        statements << format(LOCK_ROW, literal) << EPOCH_READ
+        statements << CLOCK if clock
+        results = batch(statements)
+        at = clock ? -3 : -2
+        row = locked_row(resource, results[at])
+        [row, clock ? microseconds(results.last) : nil, epoch_of(results[at + 1])]
+      end
+
+      # One round trip, as #open_request, for a semaphore: slot 0's row made to exist and locked, then every other
+      # slot row of the resource. Returns [rows, now or nil, epoch], rows[i] slot i's columns (nil: no row).
+      def open_slots(resource, clock: false)
+        literal, statements = opening_request(resource)
+        statements << format(LOCK_ROW, literal) << format(LOCK_SLOTS, literal) << EPOCH_READ
+        statements << CLOCK if clock
+        results = batch(statements)
+        at = clock ? -4 : -3
+        rows = [locked_row(resource, results[at])]
+        results[at + 1].each { |slot, *columns| rows[slot] = columns_of(columns) }
+        [rows, clock ? microseconds(results.last) : nil, epoch_of(results[at + 2])]
+      end
+
+      # One round trip: +row+ written into +slot+ (nil: nothing changed; slot 0 is the resource's own row), the event
+      # logged and the log pruned, and COMMIT (and the lock wait put back, on an application's connection). A
+      # decision that +issued+ a token in a history other than the token epoch's records the epoch it was decided in
+      # with the history, in the same transaction. A connection lost on the way raises StoreError saying that
+      # whether the transaction committed is unknown.
+      def close_slots(resource, slot, row, event, issued = nil)
+        opened, literal, known = @request
+        @request = nil
+        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
+
+        statements = []
+        statements << format(WRITE_HISTORY, @new_epoch, @history_literal) if issued && @new_epoch
+        statements << (slot.zero? ? write_row(literal, row) : write_slot(literal, slot, row)) if row
+        statements.concat(log_event(literal, slot, event))
+        finish(statements + own_end("COMMIT"))
+        @transaction = false
+        learn(resource) unless known
+      end
+
+      def close_request(resource, row, event, issued = nil) = close_slots(resource, 0, row, event, issued)
+
+      # One round trip: a decision whose token would open token epoch +opened+ writes nothing but that epoch,
+      # recorded in the server's history, and commits. Returns CONFLICT: the request is decided again, in that epoch.
+      def next_epoch(resource, opened)
+        request, = @request
+        @request = nil
+        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless request == resource
+
+        epoch = [opened, @new_epoch || 0].max
+        finish([format(WRITE_HISTORY, epoch, @history_literal), *own_end("COMMIT")])
+        @transaction = false
+        CONFLICT
+      end
+
+      # One round trip: the fenced write's transaction opened (the store's own, or the savepoint +savepoint+ inside
+      # the application's), the resource's row locked LOCK IN SHARE MODE and read, its fence mark locked FOR UPDATE
+      # and read (locking reads: the newest committed, whatever the application's isolation), the token epoch, and
+      # the server's clock when +clock+. Returns [row, mark, now or nil, epoch].
+      def open_fence(resource, savepoint:, clock: false, slot: 0)
+        literal = hex(resource)
+        statements = savepoint ? ["SAVEPOINT #{savepoint}", *set_wait(savepoint)] : own_opening(:own, mark: true)
+        if slot.zero?
+          statements << format(SHARE_ROW, literal) << format(LOCK_FENCE, literal)
+        else
+          statements << format(SHARE_SLOT, literal, slot) << format(LOCK_SLOT_FENCE, literal, slot)
+        end
+        statements << EPOCH_READ
+        statements << CLOCK if clock
+        results = batch(statements)
+        at = clock ? -4 : -3
+        row = results[at].first
+        mark = results[at + 1].first
+        [row && columns_of(row), mark&.first, clock ? microseconds(results.last) : nil, epoch_of(results[at + 2])]
+      end
+
+      # One round trip: the fence mark of +resource+ raised to +token+, the event logged, and the fenced write's
+      # transaction ended: its savepoint released, or the store's own committed. The protected +statements+ ([sql,
+      # binds] pairs given up front) run first, each prepared, executed and closed; their rows come back. A block's
+      # write is checked first: its savepoint must still be there (a block that ended the transaction is caught
+      # before anything is written outside it).
+      def close_fence(resource, token, savepoint:, event:, statements: [], slot: 0)
+        results = statements.map { |sql, binds| prepared(sql, binds) }
+        literal = hex(resource)
+        mark = slot.zero? ? format(WRITE_FENCE, literal, token) : format(WRITE_SLOT_FENCE, literal, slot, token)
+        finish([*still_open(savepoint), mark, *log_event(literal, slot, event), *fence_end(savepoint)])
+        @transaction = false unless savepoint
+        results
+      end
+
+      # One round trip: a refused fenced write's +event+ logged and its transaction ended as #close_fence ends it.
+      def refuse_fence(resource, savepoint:, event:, slot: 0)
+        finish([*log_event(hex(resource), slot, event), *fence_end(savepoint)])
+        @transaction = false unless savepoint
+      end
+
+      # How much of the event log is kept: +per_lease+ events of each lease (Integer), none older than +max_age+
+      # Float seconds before the newest event's +at+.
+      def retain_events(per_lease:, max_age:)
+        @keep_events = Integer(per_lease)
+        @events_max_age = Float(max_age)
+      end
+
+      # Up to +limit+ events after id +after+ (of +resource+, or every resource's for nil), oldest first, as the
+      # other adapters read them.
+      def events(resource, after, limit)
+        sql = if resource.nil?
+                format(READ_EVENTS, after, limit)
+              else
+                format(READ_RESOURCE_EVENTS, hex(resource), after, limit)
+              end
+        event_rows(rows(sql))
+      end
+
+      # The newest +limit+ events (of +resource+, or every resource's for nil), oldest first.
+      def latest_events(resource, limit)
+        sql = if resource.nil?
+                format(READ_LATEST_EVENTS, limit)
+              else
+                format(READ_LATEST_RESOURCE_EVENTS, hex(resource), limit)
+              end
+        event_rows(rows(sql))
+      end
+
+      # The accepted changes of the whole log, oldest first, as the extension's store audit reads them.
+      def changes = unsigned_changes(rows(READ_CHANGES).each { |change| change[1] = text(change[1]) })
+
+      # How many events of each kind the log keeps, as [kind, count] rows.
+      def event_counts = rows(COUNT_EVENTS)
+
+      # Up to +limit+ leases of resources named +prefix+..., after the key [+after_resource+, +after_slot+], in key
+      # order (bytewise: VARBINARY), as Store::SQLite#leases reads them: two keyset reads in one round trip, merged.
+      def leases(prefix, after_resource, after_slot, limit)
+        from = hex([prefix, after_resource].max)
+        after = hex(after_resource)
+        found = batch([format(READ_LEASES, from, after, after_slot, limit),
+                       format(READ_SLOT_LEASES, from, after, after_slot, limit)]).flatten(1)
+        found.each { |lease| lease[0] = text(lease[0]) }
+        found.sort_by! { |lease| [lease[0].b, lease[1]] }
+        found.first(limit).take_while { |lease| lease[0].start_with?(prefix) }.each do |lease|
+          lease[2] = unsigned(lease[2])
+        end
+      end
+
+      # How many leases are named +prefix+... ("" for all): a range of the primary keys, bytewise.
+      def lease_count(prefix)
+        return rows(format(COUNT_LEASES, "TRUE")).first.first if prefix.empty?
+
+        stop = prefix_end(prefix.b)
+        range = "resource >= #{hex(prefix)}#{" AND resource < #{hex(stop)}" if stop}"
+        rows(format(COUNT_LEASES, range)).first.first
+      end
+
+      # The server's clock, Float seconds since the Unix epoch.
+      def server_now = microseconds(rows(CLOCK))
+
+      # Whether +error+ (from #close_fence) says the fenced write's transaction was ended inside it: its savepoint is
+      # gone.
+      def ended_inside?(error) = error.message.include?("SAVEPOINT") && error.message.include?("does not exist")
+
+      # Rolls back the store's own transaction, and only that: on an application's connection, a transaction without
+      # the store's savepoint is left alone. Returns whether it rolled one back.
+      def rollback_own
+        settle
+        if @owned
+          # Whatever is open on a connection the store opened is the store's (a round trip that failed half-way
+          # leaves it open): ROLLBACK, which changes nothing when none is.
+          was = @transaction
+          @connection.query("ROLLBACK")
+          @transaction = false
+          return was
+        end
+        begin
+          @connection.query("ROLLBACK TO SAVEPOINT #{OWN}")
+        rescue ::Mysql2::Error
+          return false # no mark: not the store's transaction
+        end
+        @connection.query("ROLLBACK")
+        restore_wait(:own)
+        true
+      rescue ::Mysql2::Error
+        false
+      end
+
+      def rollback_to_savepoint(name)
+        settle
+        @connection.query("ROLLBACK TO SAVEPOINT #{name}")
+        @connection.query("RELEASE SAVEPOINT #{name}")
+        restore_wait(name)
+      rescue ::Mysql2::Error
+        nil
+      end
+
+      # The columns [owner, token, expires_at, last_issued, observed, revision] of the resource's committed row, or
+      # nil. One round trip.
+      def read_row(resource, slot = 0)
+        sql = slot.zero? ? format(READ_ROW, hex(resource)) : format(READ_SLOT, hex(resource), slot)
+        row = rows(sql).first
+        row && columns_of(row)
+      end
+
+      # The stored high-water of the resource's (+slot+'s) fenced writes, or nil without a row. One round trip.
+      def read_fence(resource, slot = 0)
+        sql = slot.zero? ? format(READ_FENCE, hex(resource)) : format(READ_SLOT_FENCE, hex(resource), slot)
+        rows(sql).first&.first
+      end
+
+      private
+
+      # A new connection, with the session settings every request of the store relies on: utf8mb4, several
+      # statements per round trip, READ COMMITTED, the lock wait, and a read timeout beyond it. A failure's message
+      # never carries the password.
+      def connect
+        client = ::Mysql2::Client.new(**@options, encoding: "utf8mb4", flags: ::Mysql2::Client::MULTI_STATEMENTS,
+                                                  read_timeout: @wait + ANSWER_MARGIN, write_timeout: ANSWER_MARGIN,
+                                                  reconnect: false)
+        client.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        client.query("SET SESSION innodb_lock_wait_timeout = #{@wait}, " \
+                     "SESSION sql_mode = CONCAT(@@sql_mode, ',STRICT_ALL_TABLES')")
+        client
+      rescue ::Mysql2::Error => e
+        message = self.class.message(e)
+        message = message.gsub(@options[:password], "[password]") if @options[:password] && !@options[:password].empty?
+        raise e.class, message, cause: nil
+      end
+
+      # Runs +statements+ (SQL Strings) in one round trip when the connection takes several statements at once (one
+      # the store opens always does; an application's when it was opened with MULTI_STATEMENTS), else one by one.
+      # Returns each statement's rows (an Array of Arrays; [] for a statement without a result set). The first failed
+      # statement's error is raised (the server runs none after it).
+      def batch(statements)
+        settle
+        return statements.map { |sql| rows(sql) } unless multi?
+
+        results = []
+        result = @connection.query(statements.join(";\n"), **QUERY_OPTIONS)
+        results << (result ? result.to_a : [])
+        while @connection.next_result
+          result = @connection.store_result
+          results << (result ? result.to_a : [])
+        end
+        unless results.size == statements.size
+          raise ::Mysql2::Error, "the server sent #{results.size} results for #{statements.size} statements"
+        end
+
+        results
+      rescue ::Mysql2::Error => e
+        lost!(e)
+        raise
+      end
+
+      # The rows of one statement (one round trip).
+      def rows(sql)
+        settle
+        result = @connection.query(sql, **QUERY_OPTIONS)
+        result ? result.to_a : []
+      rescue ::Mysql2::Error => e
+        lost!(e)
+        raise
+      end
+
+      # The rows of a protected statement, run as a prepared statement with its +binds+ and closed (nothing stays in
+      # the session).
+      def prepared(sql, binds)
+        statement = @connection.prepare(sql)
+        begin
+          result = statement.execute(*binds, as: :array, cast: true)
+          result ? result.to_a : []
+        ensure
+          statement.close
+        end
+      rescue ::Mysql2::Error => e
+        lost!(e)
+        raise
+      end
+
+      def multi?
+        @owned || (@connection.query_options[:connect_flags].to_i & ::Mysql2::Client::MULTI_STATEMENTS).positive?
+      end
+
+      # The last round trip of a transaction (with its COMMIT or RELEASE): a connection lost on the way leaves the
+      # outcome unknown.
+      def finish(statements)
+        batch(statements)
+      rescue ::Mysql2::Error => e
+        raise unless @broken
+
+        raise StoreError, "#{@name}: the connection was lost while the transaction's end was on its way " \
+                          "(#{self.class.message(e)}): whether it committed is unknown; the next request reads " \
+                          "what the server kept"
+      end
+
+      # A lost connection (the server gone, a read timeout) is remembered: the next request opens one again (a
+      # connection the store opened) or raises StoreError.
+      def lost!(error)
+        @broken = true if ::Mysql2::Error::ConnectionError === error || ::Mysql2::Error::TimeoutError === error ||
+                          [2006, 2013, 2055].include?(error.error_number) || @connection.closed?
+      end
+
+      # Results left on the connection by a request cut short (an interrupt between a round trip's statements) are
+      # dropped, so that the next query is answered.
+      def settle
+        @connection.abandon_results! if @connection.more_results?
+      rescue ::Mysql2::Error
+        nil
+      end
+
+      # A request's first statements: the store's transaction opened, the resource's row made to exist unless a
+      # committed request of this store has seen it. Returns [the name's literal, statements]; the request is
+      # remembered for its close.
+      def opening_request(resource)
+        known = @known_rows.key?(resource)
+        literal = hex(resource)
+        @request = [resource, literal, known]
+        statements = own_opening(:own)
+        statements << format(ENSURE_ROW, literal) unless known
+        [literal, statements]
+      end
+
+      # The statements that open the store's own transaction: on a connection it opened, START TRANSACTION (its
+      # session runs READ COMMITTED with the lock wait); on an application's, READ COMMITTED for this transaction
+      # only, the savepoint that marks it as the store's, and the lock wait kept and set.
+      # A fenced write's own transaction is marked on a connection the store opened too (+mark+), so that its close
+      # can check that the block left it open (#still_open).
+      def own_opening(key, mark: false)
+        @transaction = true if @owned
+        return ["START TRANSACTION", *("SAVEPOINT #{OWN}" if mark)] if @owned
+
+        ["SET TRANSACTION ISOLATION LEVEL READ COMMITTED", "START TRANSACTION", "SAVEPOINT #{OWN}", *set_wait(key)]
+      end
+
+      # On an application's connection, with a busy timeout: its lock wait kept (for +key+) and the store's set.
+      def set_wait(key)
+        return [] if @owned || @wait.nil?
+
+        @kept[key] = true
+        ["SET #{KEPT_WAIT} = @@innodb_lock_wait_timeout, SESSION innodb_lock_wait_timeout = #{@wait}"]
+      end
+
+      # The statements that end the store's own transaction (+ending+: COMMIT), and put back what #set_wait kept.
+      # (The caller marks it closed once the round trip came back: a failed one leaves it open, for #rollback_own.)
+      def own_end(ending) = [ending, *put_back(:own)]
+
+      def put_back(key)
+        return [] unless @kept.delete(key)
+
+        ["SET SESSION innodb_lock_wait_timeout = #{KEPT_WAIT}, #{KEPT_WAIT} = NULL"]
+      end
+
+      def restore_wait(key)
+        statements = put_back(key)
+        statements.each { |sql| @connection.query(sql) }
+      end
+
+      # A block's write checked before anything of the fence's close: the savepoint (the store's own transaction's
+      # mark, or the fenced write's) must still be there.
+      def still_open(savepoint)
+        name = savepoint || OWN
+        ["RELEASE SAVEPOINT #{name}", "SAVEPOINT #{name}"]
+      end
+
+      # How a fenced write's transaction ends: its savepoint released (the lock wait put back), or the store's own
+      # committed.
+      def fence_end(savepoint)
+        return own_end("COMMIT") unless savepoint
+
+        ["RELEASE SAVEPOINT #{savepoint}", *put_back(savepoint)]
+      end
+
+      # The statements that log +event+ (the extension's columns, with a fenced write's mark appended) of the lease
+      # +slot+ of the resource whose literal is +literal+, and prune.
+      def log_event(literal, slot, event)
+        kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, replaced_expires_at,
+          highest = event
+        values = [kind, at, signed(owner), token, expires_at, revision, reason, signed(replaced_owner), replaced_token,
+                  replaced_expires_at, highest].map { literal(_1) }.join(", ")
+        [format(LOG_EVENT, literal, slot, values), format(PRUNE_LEASE, literal, slot, @keep_events),
+         format(PRUNE_OLD, literal(at - @events_max_age))]
+      end
+
+      def write_row(literal, row) = format(WRITE_ROW, *columns_literals(row), literal)
+      def write_slot(literal, slot, row) = format(WRITE_SLOT, *columns_literals(row), literal, slot)
+
+      def columns_literals(row)
+        owner, *rest = row
+        [signed(owner), *rest].map { literal(_1) }
+      end
+
+      # +value+ as an SQL literal: NULL, an Integer, a Float exactly (a DOUBLE literal of Ruby's shortest text, which
+      # the server reads back to the same double), a String of the extension's (a kind, a reason) in quotes.
+      def literal(value)
+        case value
+        when nil then "NULL"
+        when Integer then value.to_s
+        when Float
+          raise TypeError, "the extension wrote #{value} into a row; MySQL's DOUBLE cannot hold it" unless value.finite?
+
+          text = value.to_s
+          text.include?("e") ? text : "#{text}e0"
+        when String then "'#{@connection.escape(value)}'"
+        else raise TypeError, "the extension wrote #{LeaseMachines.shown(value)} into a row"
+        end
+      end
+
+      # A name's bytes as a hexadecimal literal: exact whatever the connection's character set.
+      def hex(name) = "X'#{name.unpack1("H*")}'"
+
+      # A VARBINARY name read back as the UTF-8 String it was written from.
+      def text(bytes) = bytes.dup.force_encoding(Encoding::UTF_8)
+
+      def microseconds(result) = Integer(result.first.first) / 1_000_000.0
+
+      # A row's columns with the owner read back from its two's complement.
+      def columns_of(columns) = unsigned_at(columns, 0)
+
+      def event_rows(found)
+        found.each { |event| event[1] = text(event[1]) }
+        unsigned_events(found)
+      end
+
+      # The least byte string above every one that starts with +prefix+ (bytes), or nil when there is none.
+      def prefix_end(prefix)
+        bytes = prefix.bytes
+        bytes.pop while bytes.last == 0xFF
+        return nil if bytes.empty?
+
+        bytes[-1] += 1
+        bytes.pack("C*")
+      end
+
+      # The resource's locked row from +rows+; StoreError when it is gone (deleted while the request waited for its
+      # lock, or since this store's last request on it: the next request makes it exist again).
+      def locked_row(resource, rows)
+        row = rows.first or
+          begin
+            @known_rows.delete(resource)
+            raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for " \
+                              "its lock (or since this store's last request on it); nothing was decided"
+          end
+        columns_of(row)
+      end
+
+      def learn(resource)
+        @known_rows.clear if @known_rows.size >= KNOWN_ROWS
+        @known_rows[resource] = true
+      end
+
+      # The server's name for its history, read once per connection (a reconnect may reach another server): MySQL's
+      # server_uuid, MariaDB's server_id (MariaDB has no server_uuid).
+      def history
+        thread = @connection.thread_id
+        return @history.last if @history&.first == thread
+
+        version = rows("SELECT VERSION()").first.first
+        name = if version.include?("MariaDB")
+                 "mariadb:#{rows("SELECT @@server_id").first.first}"
+               else
+                 "mysql:#{rows("SELECT @@server_uuid").first.first}"
+               end
+        @history = [thread, name]
+        name
+      end
+
+      # The token epoch a request decides (or a fenced write is checked) in, from EPOCH_READ's +rows+: the recorded
+      # epoch when it was taken in this server's history; else the one a first grant here takes, one above the
+      # recorded one (the core's TokenEpoch.after; MySQL has no timeline, so generation 0), kept in @new_epoch for
+      # that grant's commit. No row: epoch 0, recorded with the first grant, as a database that never failed over
+      # issues 1, 2, 3, ...
+      def epoch_of(rows)
+        epoch, recorded = rows.first
+        now = history
+        @history_literal = "'#{@connection.escape(now)}'"
+        @new_epoch = nil
+        return epoch if epoch && recorded == now
+
+        taken = LeaseMachines.__send__(:_token_epoch_after, epoch, 0)
+        if taken << LeaseMachines::TOKEN_EPOCH_BITS > MAX_INTEGER
+          raise StoreError, "#{@name}: token epoch #{taken} would issue tokens past MySQL's BIGINT"
+        end
+        @new_epoch = taken
+      end
+
+      # Creates what is missing (only outside a transaction), then checks every table's columns and the format.
+      def prepare_schema(migrate)
+        found = read_columns
+        check_columns(found)
+        format = found.key?("lease_machines_schema") ? read_format : nil
+        if found.size < COLUMNS.size || format.nil?
+          missing = COLUMNS.keys - found.keys
+          unless migrate
+            what = format ? "its tables (#{missing.join(", ")}) are missing" : "it has no lease store tables"
+            refuse("#{what}, and this store may not write to its schema (migrate: false): open it once with a store " \
+                   "that may (the default), or run the install generator's migration")
+          end
+          if in_transaction?
+            refuse("its tables (#{missing.join(", ")}) are missing and a transaction is open on the connection: " \
+                   "run the schema (LeaseMachines::Store::MySQL::SCHEMA) or the install generator's migration first")
+          end
+          create_schema
+          check_columns(read_columns)
+          format = read_format
+        end
+        return if format == FORMAT
+
+        refuse("its schema is format #{LeaseMachines.shown(format)}; this lease_machines reads format #{FORMAT} only")
+      end
+
+      def read_format = rows("SELECT format FROM lease_machines_schema WHERE id = 1").first&.first
+
+      # The schema's statements, one process at a time (DDL commits by itself: each statement is its own).
+      def create_schema
+        rows(CREATE_LOCK)
+        begin
+          self.class.statements(SCHEMA).each { |sql| rows(sql) }
+        ensure
+          rows(CREATE_UNLOCK)
+        end
+      end
+
+      # The statements of a schema file: each ends with ";" at the end of its line; comments dropped.
+      def self.statements(schema)
+        schema.lines.reject { _1.start_with?("--") }.join.split(/;\s*$/).map(&:strip).reject(&:empty?)
+      end
+
+      def read_columns
+        tables = COLUMNS.keys.map { "'#{_1}'" }.join(", ")
+        found = Hash.new { |hash, table| hash[table] = [] }
+        rows(format(READ_COLUMNS, tables)).each { |table, column, type| found[table] << [column, type.downcase] }
+        found.to_h
+      end
+
+      def check_columns(found)
+        found.each do |table, columns|
+          expected = COLUMNS.fetch(table)
+          next if columns == expected
+
+          refuse("#{table} is not the lease store's table (columns #{describe_columns(columns)}; format #{FORMAT} " \
+                 "has #{describe_columns(expected)})")
+        end
+      end
+
+      def describe_columns(columns) = columns.map { |name, type| "#{name} #{type}" }.join(", ")
+
+      def refuse(why)
+        raise StoreError, "#{@name} is not a lease store of this version: #{why}"
+      end
+    end
+  end
+end
