@@ -42,20 +42,22 @@ module LeaseMachines
 
     config.lease_machines = ActiveSupport::OrderedOptions.new
 
-    # Opens a Store on the fence record's database, the application's own: its SQLite file, or on PostgreSQL a
-    # connection of the store's own (never one of ActiveRecord's: the renewer's thread must not share a job's).
+    # Opens a Store on the fence record's database, the application's own: its SQLite file, or on PostgreSQL and MySQL
+    # a connection of the store's own (never one of ActiveRecord's: the renewer's thread must not share a job's).
     APPLICATION_DATABASE = -> { LeaseMachines::Store.new(Railtie.application_database) }
 
-    # What the default store opens: the fence record's database, as a SQLite path or a postgresql:// URL. Raises
-    # ArgumentError for another adapter, or an SQLite database the store cannot open by path.
+    # What the default store opens: the fence record's database, as a SQLite path, a postgresql:// or a mysql2:// URL.
+    # Raises ArgumentError for another adapter, or an SQLite database the store cannot open by path.
     def self.application_database
       record = LeaseMachines::Jobs.configuration.fence_record!
       db_config = record.connection_db_config
       adapter = db_config.adapter.to_s
       return postgresql_url(db_config.configuration_hash) if adapter == "postgresql"
+      return mysql_url(db_config.configuration_hash) if adapter == "mysql2"
       unless adapter.start_with?("sqlite")
-        raise ArgumentError, "config.lease_machines.store: the default store is the application's SQLite or " \
-                             "PostgreSQL database, but #{record.name}'s is #{adapter}; set config.lease_machines.store"
+        raise ArgumentError, "config.lease_machines.store: the default store is the application's SQLite, " \
+                             "PostgreSQL or MySQL (mysql2) database, but #{record.name}'s is #{adapter}; set " \
+                             "config.lease_machines.store"
       end
 
       database = db_config.database.to_s
@@ -91,6 +93,19 @@ module LeaseMachines
       authority = named ? "#{url_escape(host)}#{":#{url_escape(port)}" if port}" : ""
       query = params.map { |key, value| "#{key}=#{url_escape(value)}" }.join("&")
       "postgresql://#{userinfo}#{authority}/#{url_escape(dbname)}#{"?#{query}" unless query.empty?}"
+    end
+
+    # The mysql2:// URL of the database an ActiveRecord mysql2 configuration (+config+, its hash) names: its user,
+    # password, host, port and database, and the socket and TLS settings the store takes (Store::MySQL.options_of),
+    # every part percent-encoded. No host: localhost (mysql2's default socket).
+    def self.mysql_url(config)
+      params = config.compact.transform_keys(&:to_sym)
+      user, password, host, port, database = params.values_at(:username, :password, :host, :port, :database)
+      userinfo = user && "#{url_escape(user)}#{":#{url_escape(password)}" if password}@"
+      authority = "#{url_escape(host || "localhost")}#{":#{url_escape(port)}" if port}"
+      query = params.slice(:socket, :connect_timeout, :ssl_mode, :sslca, :sslcert, :sslkey, :sslverify)
+                    .map { |key, value| "#{key}=#{url_escape(value)}" }.join("&")
+      "mysql2://#{userinfo}#{authority}/#{url_escape(database)}#{"?#{query}" unless query.empty?}"
     end
 
     # +value+ percent-encoded, every byte but the unreserved ones (libpq decodes %XX only: a + stays a +).

@@ -412,3 +412,6 @@ class ActiveJobContinuableTest < Minitest::Test
 end
 
 LeaseMachines::ActiveJobSupport.on_postgresql(ActiveJobContinuableTest)
+
+# On MySQL (MariaDB here): the progress table in its own dialect.
+LeaseMachines::ActiveJobSupport.on_mysql(ActiveJobContinuableTest)

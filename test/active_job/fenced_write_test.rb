@@ -240,3 +240,6 @@ LeaseMachines::ActiveJobSupport.on_redis(
     assert_equal [["nightly", 1], ["again", 1]], Report.pluck(:body, :token)
   end
 end
+
+# On MySQL (MariaDB here), through ActiveRecord's mysql2 adapter.
+LeaseMachines::ActiveJobSupport.on_mysql(ActiveJobFencedWriteTest)

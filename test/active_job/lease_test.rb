@@ -279,3 +279,6 @@ class ActiveJobLeaseTest < Minitest::Test
 end
 
 LeaseMachines::ActiveJobSupport.on_postgresql(ActiveJobLeaseTest)
+
+# On MySQL (MariaDB here), through ActiveRecord's mysql2 adapter.
+LeaseMachines::ActiveJobSupport.on_mysql(ActiveJobLeaseTest)

@@ -131,3 +131,6 @@ class ActiveJobLimitTest < Minitest::Test
 end
 
 LeaseMachines::ActiveJobSupport.on_postgresql(ActiveJobLimitTest)
+
+# On MySQL (MariaDB here), through ActiveRecord's mysql2 adapter.
+LeaseMachines::ActiveJobSupport.on_mysql(ActiveJobLimitTest)

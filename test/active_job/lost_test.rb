@@ -238,3 +238,6 @@ class ActiveJobLostTest < Minitest::Test
 end
 
 LeaseMachines::ActiveJobSupport.on_postgresql(ActiveJobLostTest)
+
+# On MySQL (MariaDB here), through ActiveRecord's mysql2 adapter.
+LeaseMachines::ActiveJobSupport.on_mysql(ActiveJobLostTest)

@@ -130,11 +130,42 @@ class RailtieTest < Minitest::Test
                           "'lease_machines_%' ORDER BY table_name").values
   end
 
+  # On MySQL (DATABASE_URL, a database of its own on the suite's MariaDB server): the generator writes the MySQL
+  # schema, db:migrate creates it, and a job holds its lease there, its write fenced on ActiveRecord's own mysql2
+  # connection, on the server's clock.
+  def test_on_mysql_the_generator_writes_its_schema_and_a_job_holds_its_lease_in_the_application_database
+    server = require_mysql!
+    url = server.fresh_database_url("lm_railtie")
+    env = { "DATABASE_URL" => url }
+    output = rails("generate", "lease_machines:install", env: env)
+    assert_equal %w[create warning create], output.lines.map { _1.split.first }, output
+    assert_match(/warning\s+db\/schema\.rb and db\/structure\.sql keep no rows: .*Store::MySQL::SCHEMA/, output)
+    migration = File.read(Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")].fetch(0))
+    assert_includes migration, "resource    VARBINARY(1024) NOT NULL PRIMARY KEY"
+    assert_includes migration, ") ENGINE = InnoDB\n"
+
+    rails("db:migrate", env: env)
+    client = server.connect(database: url[%r{/(\w+)\z}, 1])
+    tables = -> { client.query("SHOW TABLES LIKE 'lease\\_machines\\_%'", as: :array).map(&:first).sort }
+    assert_equal %w[lease_machines_events lease_machines_fences lease_machines_history lease_machines_leases
+                    lease_machines_progress lease_machines_schema lease_machines_slot_fences lease_machines_slots],
+                 tables.call
+
+    facts = JSON.parse(rails("runner", "script/nightly_report.rb", env: env).lines.last)
+    assert_jobs_ran(facts, "mysql")
+    assert_equal [true, url], [facts["store"][1], facts["store"][2]], "the server's clock, on a connection of its own"
+
+    rails("db:rollback", env: env)
+    assert_empty tables.call
+  ensure
+    client&.close
+  end
+
   def test_the_generator_refuses_a_database_the_store_does_not_run_on
-    output, status = rails_status("generate", "lease_machines:install", env: { "DUMMY_ADAPTER" => "mysql2" })
-    assert_match(
-      /lease_machines:install: the lease store runs on SQLite and PostgreSQL; primary is mysql2 in test/, output
-    )
+    output, status = rails_status("generate", "lease_machines:install", env: { "DUMMY_ADAPTER" => "trilogy" })
+    assert_match(/lease_machines:install: the lease store runs on SQLite, PostgreSQL and MySQL \(mysql2\); primary is /,
+                 output)
+    assert_match(/primary is trilogy in test/, output)
     refute status.success?, output
     assert_empty Dir[File.join(@app, "db/migrate/*_create_lease_machines_tables.rb")]
   end

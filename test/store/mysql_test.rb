@@ -165,6 +165,23 @@ class StoreMySQLTest < Minitest::Test
     assert_equal lease.token, store.fence_highest(resource: R)
   end
 
+  # ActiveRecord's mysql2 adapter opens its connections without MULTI_STATEMENTS: a fenced write on one switches it
+  # on for its round trips and off again.
+  def test_a_fenced_write_on_a_connection_without_multi_statements_leaves_it_without
+    store = open_store
+    lease = granted(store.acquire(resource: R, owner: 7, ttl: 30.0))
+    app = counted(@server.connect(database: @database).tap { @clients << _1 })
+    app.query("CREATE TABLE reports (id INT PRIMARY KEY)")
+    app.round_trips = 0
+    fence = open_store(app)
+    app.query("START TRANSACTION")
+    fence.fenced(resource: R, token: lease.token) { |c| c.query("INSERT INTO reports VALUES (1)") }
+    app.query("COMMIT")
+    assert_equal [[1]], app.query("SELECT id FROM reports", as: :array).to_a
+    assert_equal lease.token, store.fence_highest(resource: R)
+    assert_raises(Mysql2::Error) { app.query("SELECT 1; SELECT 2") }
+  end
+
   def test_no_session_state_is_left_on_an_applications_connection
     app = client
     app.query("SET SESSION innodb_lock_wait_timeout = 17")

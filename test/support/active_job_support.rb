@@ -71,7 +71,30 @@ module LeaseMachines
         url
       end
 
-      def postgresql? = true
+      def database_kind = :postgresql
+    end
+
+    # Defines +base+'s twin on MySQL (MariaDB here): "...MySQLTest", as on_postgresql.
+    def self.on_mysql(base, except: [], &) = twin(base, OnMySQL, "MySQLTest", except, &)
+
+    # The tests on MySQL: a database of the test class's own on the suite's MariaDB server, made again for every
+    # test, reached through ActiveRecord's mysql2 adapter; skipped where there is no MariaDB or mysql2 gem.
+    module OnMySQL
+      def connect_database
+        server = require_mysql!
+        name = "lm_#{self.class.name.gsub(/(?<=[a-z])(?=[A-Z])/, "_").downcase}"
+        client = server.connect(database: nil)
+        begin
+          client.query("DROP DATABASE IF EXISTS #{name}")
+          client.query("CREATE DATABASE #{name}")
+        ensure
+          client.close
+        end
+        ActiveRecord::Base.establish_connection(server.url(name))
+        server.url(name)
+      end
+
+      def database_kind = :mysql
     end
 
     # Defines +base+'s twin with its leases in Redis (a "...RedisTest"): the lease store is a Redis store whose fence is
@@ -155,14 +178,17 @@ module LeaseMachines
       path
     end
 
-    def postgresql? = false
+    # Which database the test's ActiveRecord connection and lease store are on: :sqlite, :postgresql or :mysql.
+    def database_kind = :sqlite
 
-    # Inserts a report through +db+, the driver's connection a store's fenced yields (SQLite3::Database or
-    # PG::Connection), as another process's fenced write would.
+    # Inserts a report through +db+, the driver's connection a store's fenced yields (SQLite3::Database,
+    # PG::Connection or Mysql2::Client), as another process's fenced write would.
     def insert_report(db, body, token)
-      return db.execute("INSERT INTO reports (body, token) VALUES (?, ?)", [body, token]) unless postgresql?
-
-      db.exec_params("INSERT INTO reports (body, token) VALUES ($1, $2)", [body, token])
+      case database_kind
+      when :postgresql then db.exec_params("INSERT INTO reports (body, token) VALUES ($1, $2)", [body, token])
+      when :mysql then db.prepare("INSERT INTO reports (body, token) VALUES (?, ?)").execute(body, token)
+      else db.execute("INSERT INTO reports (body, token) VALUES (?, ?)", [body, token])
+      end
     end
 
     def teardown

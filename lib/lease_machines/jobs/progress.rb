@@ -17,7 +17,8 @@ module LeaseMachines
     # cannot move it: its save is refused by the fence, and the job stops there.
     module Progress
       TABLE = "lease_machines_progress"
-      # The table, made where it is missing (at a perform's first read, or write): portable to SQLite and PostgreSQL.
+      # The table, made where it is missing (at a perform's first read, or write): portable to SQLite and PostgreSQL;
+      # MYSQL_SCHEMA is MySQL's (a key's columns need a length there).
       SCHEMA = <<~SQL
         CREATE TABLE IF NOT EXISTS #{TABLE} (
           resource TEXT NOT NULL,
@@ -27,6 +28,30 @@ module LeaseMachines
           saved_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
           PRIMARY KEY (resource, job_id)
         )
+      SQL
+      MYSQL_SCHEMA = <<~SQL
+        CREATE TABLE IF NOT EXISTS #{TABLE} (
+          resource VARBINARY(1024) NOT NULL,
+          job_id VARCHAR(255) NOT NULL,
+          progress LONGTEXT NOT NULL,
+          token BIGINT NOT NULL,
+          saved_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+          PRIMARY KEY (resource, job_id)
+        ) ENGINE = InnoDB
+      SQL
+      # The upsert of a job's progress, never over a row saved with a newer token: the SQL standard's ON CONFLICT
+      # (SQLite, PostgreSQL), and MySQL's ON DUPLICATE KEY UPDATE (whose assignments see the ones before them: the
+      # token goes last).
+      UPSERT = <<~SQL
+        INSERT INTO #{TABLE} (resource, job_id, progress, token) VALUES (%s)
+        ON CONFLICT (resource, job_id) DO UPDATE
+        SET progress = excluded.progress, token = excluded.token, saved_at = CURRENT_TIMESTAMP
+        WHERE #{TABLE}.token <= excluded.token
+      SQL
+      MYSQL_UPSERT = <<~SQL
+        INSERT INTO #{TABLE} (resource, job_id, progress, token) VALUES (%s)
+        ON DUPLICATE KEY UPDATE progress = IF(token <= VALUES(token), VALUES(progress), progress),
+        saved_at = IF(token <= VALUES(token), CURRENT_TIMESTAMP, saved_at), token = GREATEST(token, VALUES(token))
       SQL
       # Where a job keeps the progress it last read or saved (a JSON String), and a connection that the table exists.
       SAVED = :@lease_machines_progress
@@ -166,19 +191,17 @@ module LeaseMachines
       def write(connection, lease, progress)
         table(connection)
         values = [lease.resource, lease.job.job_id, progress, lease.token].map { connection.quote(_1) }.join(", ")
-        connection.exec_update(<<~SQL, "lease_machines progress")
-          INSERT INTO #{TABLE} (resource, job_id, progress, token) VALUES (#{values})
-          ON CONFLICT (resource, job_id) DO UPDATE
-          SET progress = excluded.progress, token = excluded.token, saved_at = CURRENT_TIMESTAMP
-          WHERE #{TABLE}.token <= excluded.token
-        SQL
+        connection.exec_update(format(mysql?(connection) ? MYSQL_UPSERT : UPSERT, values), "lease_machines progress")
       end
+
+      # Whether +connection+ (ActiveRecord's) is to MySQL or MariaDB, whose SQL differs.
+      def mysql?(connection) = connection.adapter_name.match?(/mysql|maria|trilogy/i)
 
       # Makes the table where it is missing (known made, once outside a transaction, for the connection's life).
       def table(connection)
         return if connection.instance_variable_get(READY)
 
-        connection.execute(SCHEMA) unless connection.table_exists?(TABLE)
+        connection.execute(mysql?(connection) ? MYSQL_SCHEMA : SCHEMA) unless connection.table_exists?(TABLE)
         connection.instance_variable_set(READY, true) unless connection.transaction_open?
       end
     end

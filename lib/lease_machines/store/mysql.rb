@@ -486,14 +486,34 @@ module LeaseMachines
         raise e.class, message, cause: nil
       end
 
-      # Runs +statements+ (SQL Strings) in one round trip when the connection takes several statements at once (one
-      # the store opens always does; an application's when it was opened with MULTI_STATEMENTS), else one by one.
-      # Returns each statement's rows (an Array of Arrays; [] for a statement without a result set). The first failed
-      # statement's error is raised (the server runs none after it).
+      # Runs +statements+ (SQL Strings) in one round trip: the connection takes several statements at once when it
+      # was opened with MULTI_STATEMENTS (one the store opens always is); an application's connection without it
+      # (ActiveRecord's mysql2 adapter does not set it) is switched to several statements for the round trip and
+      # back (two small round trips more, as ActiveRecord's own batches do), or, for three statements or fewer, sent
+      # them one by one. Returns each statement's rows (an Array of Arrays; [] for a statement without a result set).
+      # The first failed statement's error is raised (the server runs none after it).
       def batch(statements)
         settle
-        return statements.map { |sql| rows(sql) } unless multi?
+        return several(statements) if multi?
+        return statements.map { |sql| rows(sql) } if statements.size <= 3
 
+        @connection.set_server_option(::Mysql2::Client::OPTION_MULTI_STATEMENTS_ON)
+        begin
+          several(statements)
+        ensure
+          begin
+            @connection.set_server_option(::Mysql2::Client::OPTION_MULTI_STATEMENTS_OFF) unless @connection.closed?
+          rescue ::Mysql2::Error
+            nil # the connection is lost: the error that ended the round trip says so
+          end
+        end
+      rescue ::Mysql2::Error => e
+        lost!(e)
+        raise
+      end
+
+      # +statements+ as one query, and every result read.
+      def several(statements)
         results = []
         result = @connection.query(statements.join(";\n"), **QUERY_OPTIONS)
         results << (result ? result.to_a : [])
@@ -501,14 +521,9 @@ module LeaseMachines
           result = @connection.store_result
           results << (result ? result.to_a : [])
         end
-        unless results.size == statements.size
-          raise ::Mysql2::Error, "the server sent #{results.size} results for #{statements.size} statements"
-        end
+        return results if results.size == statements.size
 
-        results
-      rescue ::Mysql2::Error => e
-        lost!(e)
-        raise
+        raise ::Mysql2::Error, "the server sent #{results.size} results for #{statements.size} statements"
       end
 
       # The rows of one statement (one round trip).

@@ -6,17 +6,18 @@ require "rails/generators/active_record"
 module LeaseMachines
   module Generators
     # bin/rails generate lease_machines:install: the migration that creates the lease store's tables in the
-    # application's database, SQLite or PostgreSQL (the fence checks, inside the application's own transactions, the
-    # tokens the store issued, so both live in one database), and config/initializers/lease_machines.rb.
+    # application's database, SQLite, PostgreSQL or MySQL (the fence checks, inside the application's own
+    # transactions, the tokens the store issued, so both live in one database), and
+    # config/initializers/lease_machines.rb.
     class InstallGenerator < ::Rails::Generators::Base
       include ::ActiveRecord::Generators::Migration
 
       source_root File.expand_path("templates", __dir__)
       desc "Writes the migration that creates lease_machines_leases, lease_machines_fences, the semaphores' " \
            "lease_machines_slots and lease_machines_slot_fences, the event log lease_machines_events and, on " \
-           "PostgreSQL, the token epochs' lease_machines_history (the " \
+           "PostgreSQL and MySQL, the token epochs' lease_machines_history (the " \
            "lease store's schema, format 2), and the continuable jobs' lease_machines_progress, in the " \
-           "application's SQLite or PostgreSQL database, and an initializer " \
+           "application's SQLite, PostgreSQL or MySQL database, and an initializer " \
            "for config.lease_machines. Where an earlier version's migration created the format 1 tables, it writes " \
            "the migration that adds the event log instead."
 
@@ -52,10 +53,10 @@ module LeaseMachines
 
         migration_template "create_lease_machines_tables.rb.tt",
                            File.join(db_migrate_path, "create_lease_machines_tables.rb")
-        if postgresql?
+        if server?
           say_status :warning, "db/schema.rb and db/structure.sql keep no rows: a database loaded from them " \
                                "(db:schema:load, db:prepare) lacks lease_machines_schema's format row, and the store " \
-                               "refuses it until LeaseMachines::Store::PostgreSQL::SCHEMA is run there", :yellow
+                               "refuses it until #{schema_name} is run there", :yellow
         elsif ::Rails.application.config.active_record.schema_format.to_s != "sql"
           say_status :warning, "db/schema.rb cannot record these tables (SQLite REAL columns, STRICT): set " \
                                "config.active_record.schema_format = :sql, or db:schema:load leaves them out", :yellow
@@ -80,17 +81,25 @@ module LeaseMachines
       private
 
       # The schema's statements, as the gem's store creates them on the database's adapter
-      # (LeaseMachines::Store::SCHEMA, LeaseMachines::Store::PostgreSQL::SCHEMA), comments kept.
+      # (LeaseMachines::Store::SCHEMA, LeaseMachines::Store::PostgreSQL::SCHEMA, LeaseMachines::Store::MySQL::SCHEMA),
+      # comments kept.
       def schema_statements
         require "lease_machines/store"
-        schema = postgresql? ? LeaseMachines::Store::PostgreSQL::SCHEMA : LeaseMachines::Store::SCHEMA
+        schema = Object.const_get(schema_name)
         statements(schema).map(&:strip).reject { |sql| sql.lines.all? { _1.start_with?("--") } }
       end
 
-      # The table of continuable jobs' progress (LeaseMachines::Jobs::Progress::SCHEMA), portable to both adapters.
+      # The constant that holds the schema for the database's adapter.
+      def schema_name
+        { postgresql: "LeaseMachines::Store::PostgreSQL::SCHEMA", mysql: "LeaseMachines::Store::MySQL::SCHEMA" }
+          .fetch(@adapter, "LeaseMachines::Store::SCHEMA")
+      end
+
+      # The table of continuable jobs' progress (LeaseMachines::Jobs::Progress::SCHEMA, portable to SQLite and
+      # PostgreSQL; MYSQL_SCHEMA on MySQL).
       def progress_schema
         require "lease_machines/jobs"
-        LeaseMachines::Jobs::Progress::SCHEMA.strip
+        (mysql? ? LeaseMachines::Jobs::Progress::MYSQL_SCHEMA : LeaseMachines::Jobs::Progress::SCHEMA).strip
       end
 
       # +schema+ split into its statements at each line that ends with a semicolon, but not inside a dollar-quoted
@@ -125,8 +134,11 @@ module LeaseMachines
       # The database (of config/database.yml) the migration is for.
       def name_of_database = options[:database] || "primary"
 
-      # Whether the migration is for PostgreSQL (else SQLite), as config/database.yml names the database.
+      # Whether the migration is for PostgreSQL, MySQL (either is a server: #server?), else SQLite, as
+      # config/database.yml names the database.
       def postgresql? = @adapter == :postgresql
+      def mysql? = @adapter == :mysql
+      def server? = postgresql? || mysql?
 
       def migration_version = "[#{::ActiveRecord::VERSION::MAJOR}.#{::ActiveRecord::VERSION::MINOR}]"
 
@@ -142,10 +154,10 @@ module LeaseMachines
       end
 
       # Refuses, before writing anything, a --database without a name or one that config/database.yml does not name,
-      # and a database of that name that is neither SQLite nor PostgreSQL in some environment, or not the same one in
-      # every environment (the migration is written for one: SQLite in development and PostgreSQL in production
-      # would fail at deploy). Read without connecting, nor loading an adapter. Notes the adapter, and whether it is
-      # the primary database (ActiveRecord::Base's).
+      # and a database of that name that is not SQLite, PostgreSQL or MySQL (mysql2) in some environment, or not the
+      # same one in every environment (the migration is written for one: SQLite in development and PostgreSQL in
+      # production would fail at deploy). Read without connecting, nor loading an adapter. Notes the adapter, and
+      # whether it is the primary database (ActiveRecord::Base's).
       def refuse_other_databases
         require "active_record/database_configurations"
         configurations = ::ActiveRecord::DatabaseConfigurations.new(::Rails.application.config.database_configuration)
@@ -167,9 +179,10 @@ module LeaseMachines
           adapter = config.adapter.to_s
           kind = if adapter.start_with?("sqlite") then :sqlite
                  elsif adapter == "postgresql" then :postgresql
+                 elsif adapter == "mysql2" then :mysql
                  else
-                   raise Thor::Error, "lease_machines:install: the lease store runs on SQLite and PostgreSQL; " \
-                                      "#{config.name} is #{adapter} in #{config.env_name}"
+                   raise Thor::Error, "lease_machines:install: the lease store runs on SQLite, PostgreSQL and MySQL " \
+                                      "(mysql2); #{config.name} is #{adapter} in #{config.env_name}"
                  end
           [config.env_name, kind]
         end
