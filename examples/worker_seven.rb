@@ -12,6 +12,9 @@
 # the store decides on the server's clock, so the skew changes nothing. Without namespaces (not root, ...) the
 # workers run as local processes, clocks still skewed.
 #
+# On MySQL (--mysql: a throwaway MariaDB server, or --database mysql2://...) the workers are forks of this process,
+# and the server's clock decides.
+#
 # With --redis the leases are in Redis (a throwaway redis-server with appendfsync always, or the server of a redis://
 # URL) and the report with its fence in the SQL database: the Redis store issues the tokens, on Redis's clock, and
 # Store#fenced checks them in the SQL transaction that writes the line.
@@ -40,7 +43,7 @@ MAX_TTL = 60.0
 MAX_SECONDS = 600.0
 
 options = { workers: 3, ttl: 1.0, duration: 6.0, pause: nil, database: nil, fence: true, postgres: false,
-            redis: nil }
+            mysql: false, redis: nil }
 # Without OptionParser's own --version and --*-completion-* options (which print and exit with status 1 or 0).
 parser = OptionParser.new.tap { _1.base.long.clear }
 parser.banner = "Usage: bin/worker-seven [options]"
@@ -65,10 +68,11 @@ parser.on("--pause SECONDS", "how long worker 7 stalls (more than the TTL, at mo
                              "default 2.5 x TTL)") do
   options[:pause] = number(_1, 0.0..MAX_SECONDS, "a number of seconds, more than the TTL and at most #{MAX_SECONDS}")
 end
-parser.on("--database PATH|URL", "SQLite file (default: a fresh temporary file), or a postgresql:// URL") do
+parser.on("--database PATH|URL", "SQLite file (default: a fresh temporary file), a postgresql:// or a mysql2:// URL") do
   options[:database] = _1
 end
 parser.on("--postgres", "on PostgreSQL (a throwaway server, without a --database URL)") { options[:postgres] = true }
+parser.on("--mysql", "on MySQL (a throwaway MariaDB server, without a --database URL)") { options[:mysql] = true }
 parser.on("--redis [URL]", "the leases in Redis: a throwaway redis-server (appendfsync always), or the server at a",
           "redis:// URL; the report and its fence stay in the --database") do
   options[:redis] = _1 || true
@@ -109,22 +113,32 @@ module Timeline
   end
 end
 
-# The report's two tables and the statements on them, written once for SQLite and PostgreSQL (whose placeholders
-# are numbered, and whose values come back as Strings).
+# The report's two tables and the statements on them, written once for SQLite, PostgreSQL (whose placeholders are
+# numbered, and whose values come back as Strings) and MySQL (prepared statements, closed after use).
 module Report
   module_function
 
   def postgresql?(db) = defined?(PG::Connection) && PG::Connection === db
+  def mysql?(db) = defined?(Mysql2::Client) && Mysql2::Client === db
 
   def execute(db, sql, params = [])
+    return mysql(db, sql, params) if mysql?(db)
     return db.execute(sql, params) unless postgresql?(db)
 
     number = 0
     db.exec_params(sql.gsub("?") { "$#{number += 1}" }, params).values
   end
 
+  def mysql(db, sql, params)
+    statement = db.prepare(sql)
+    statement.execute(*params, as: :array)&.to_a || []
+  ensure
+    statement&.close
+  end
+
   def create(db)
-    id = postgresql?(db) ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY"
+    id = { postgresql?(db) => "BIGSERIAL PRIMARY KEY", mysql?(db) => "BIGINT AUTO_INCREMENT PRIMARY KEY" }
+         .fetch(true, "INTEGER PRIMARY KEY")
     sql = <<~SQL
       CREATE TABLE IF NOT EXISTS nightly_report (
         id #{id}, run TEXT NOT NULL, worker INTEGER NOT NULL, token BIGINT NOT NULL, line INTEGER NOT NULL
@@ -133,6 +147,8 @@ module Report
         run TEXT NOT NULL, worker INTEGER NOT NULL, token BIGINT NOT NULL, highest BIGINT NOT NULL
       );
     SQL
+    return sql.split(";").map(&:strip).reject(&:empty?).each { db.query(_1) } if mysql?(db)
+
     postgresql?(db) ? db.exec("SET client_min_messages TO warning; #{sql}") : db.execute_batch(sql)
   end
 
@@ -239,7 +255,8 @@ if (orders = ENV.delete(WORKER))
   exit
 end
 
-postgres, url = CommandLine.database("worker-seven", options)
+server, url = CommandLine.database("worker-seven", options)
+postgres = server == :postgresql
 
 require "tmpdir"
 require "lease_machines/store"
@@ -264,8 +281,15 @@ if postgres && !url
                 listen: hosts ? [hosts.server_address] : [], trust: hosts ? [hosts.network] : [])
   at_exit { cluster.destroy }
   database = cluster.url
-elsif url
+elsif server == :mysql && !url
+  mysql = MySQLServer.new.start(dir: File.join(here, "tmp", "worker-seven-mysql-#{Process.pid}"))
+  parent = Process.pid
+  at_exit { mysql.destroy if Process.pid == parent } # not in a forked worker
+  database = mysql.url
+elsif postgres && url
   local = "hosts of their own reach only the throwaway server of --postgres without a URL"
+  database = url
+elsif url
   database = url
 else
   database = options[:database] || File.join(Dir.mktmpdir("worker-seven"), "leases.sqlite3")
@@ -296,7 +320,9 @@ end
 Report.create(setup.database)
 setup.close
 Timeline.say("run", "#{local}: the workers run as local processes") if local
-shown = postgres ? LeaseMachines::Store::PostgreSQL.describe(database) : database
+shown = { postgresql: LeaseMachines::Store::PostgreSQL, mysql: LeaseMachines::Store::MySQL }[server]
+        &.describe(database) || database
+shown += " (a throwaway MariaDB server; the server's clock decides)" if mysql
 shown += " (a throwaway server; the hosts reach it at #{hosts.server_address})" if hosts
 if redis
   kept = redis_server ? " (a throwaway redis-server, appendfsync always)" : ""

@@ -52,20 +52,37 @@ module CommandLine
     raise OptionParser::InvalidArgument, "#{text} (must be #{must})"
   end
 
-  # Which database the options name: [postgres?, url]. +url+ is --database when it is a postgresql:// URL; PostgreSQL
-  # is asked for by --postgres or such a URL. A usage error when --postgres comes with a --database that is not a
-  # URL, or when PostgreSQL cannot be used here (the pg gem, or a server for a throwaway cluster, is missing).
+  # Which database server the options name: [server, url]. +server+ is :postgresql (--postgres, or a postgresql://
+  # --database), :mysql (--mysql, or a mysql2:// or mysql:// --database) or nil (SQLite); +url+ is --database when it
+  # is such a URL. A usage error when --postgres or --mysql comes with a --database that is not its URL, when both
+  # are given, or when the server cannot be used here (the driver gem, or a server for a throwaway one, is missing).
   def database(program, options)
     require_relative "postgres_cluster"
-    url = options[:database] if options[:database]&.match?(%r{\Apostgres(?:ql)?://}i)
-    if options[:postgres] && options[:database] && !url
-      usage_error(program, "--postgres takes a postgresql:// URL as --database, not #{options[:database].inspect}")
+    require_relative "mysql_server"
+    url = options[:database] if options[:database]&.match?(%r{\A(?:postgres(?:ql)?|mysql2?)://}i)
+    asked = { postgresql: options[:postgres], mysql: options[:mysql] }.select { _2 }.keys
+    usage_error(program, "--postgres and --mysql are two databases; give one") if asked.size > 1
+    server = asked.first || (url && (url.match?(/\Amysql/i) ? :mysql : :postgresql))
+    flag = server == :mysql ? "--mysql" : "--postgres"
+    if asked.any? && options[:database] && (!url || url.match?(/\Amysql/i) != (server == :mysql))
+      usage_error(program, "#{flag} takes a #{server == :mysql ? "mysql2" : "postgresql"}:// URL as --database, " \
+                           "not #{options[:database].inspect}")
     end
-    postgres = options[:postgres] || !url.nil?
-    if postgres
-      reason = url ? PostgresCluster.pg_unavailable_reason : PostgresCluster.unavailable_reason
-      usage_error(program, "#{url ? "--database #{url}" : "--postgres"} needs PostgreSQL, and #{reason}") if reason
+    if server
+      reason = unavailable(server, url)
+      usage_error(program, "#{url ? "--database #{url}" : flag} needs #{server_name(server)}, and #{reason}") if reason
     end
-    [postgres, url]
+    [server, url]
   end
+
+  # Why +server+ cannot be used here (with +url+, the user's server: only its driver gem counts), or nil.
+  def unavailable(server, url)
+    if server == :mysql
+      url ? MySQLServer.mysql2_unavailable_reason : MySQLServer.unavailable_reason
+    else
+      url ? PostgresCluster.pg_unavailable_reason : PostgresCluster.unavailable_reason
+    end
+  end
+
+  def server_name(server) = server == :mysql ? "MySQL" : "PostgreSQL"
 end
