@@ -21,8 +21,9 @@ module LeaseMachines
     # simple queries of several statements each (one message, one parse, the cheapest way PostgreSQL runs a short
     # transaction), with the resource's name as a literal that libpq quotes (PQescapeLiteral, in the connection's
     # encoding) and numbers the store formats itself; its doubles come back as their 8 bytes (float8send, in hex),
-    # exact whatever the connection's extra_float_digits. PostgreSQL 12 or newer. A fenced write, whose protected statements carry the caller's
-    # binds, travels as unnamed parameterized queries in pipeline mode. Either way a name is never SQL.
+    # exact whatever the connection's extra_float_digits. PostgreSQL 12 or newer. A fenced write, whose protected
+    # statements carry the caller's binds, travels as unnamed parameterized queries in pipeline mode. Either way a
+    # name is never SQL.
     class PostgreSQL
       # The schema, for people who manage their own migrations.
       SCHEMA = File.read(File.expand_path("postgresql.sql", __dir__)).freeze
@@ -221,7 +222,8 @@ module LeaseMachines
       def check_name!(name)
         return name unless name.include?("\0")
 
-        raise ArgumentError, "resource #{LeaseMachines.shown(name)} contains a NUL byte, which PostgreSQL's text cannot hold"
+        raise ArgumentError, "resource #{LeaseMachines.shown(name)} contains a NUL byte, which PostgreSQL's text " \
+                             "cannot hold"
       end
 
       # One round trip (a simple query): BEGIN, the transaction's settings, the resource's row made to exist
