@@ -25,7 +25,7 @@ Gem::Specification.new do |spec|
 
   # The source gem carries the whole Cargo workspace (the core and simulation crates included) and compiles it on install.
   spec.files = Dir[
-    "lib/**/*.rb", "lib/**/*.sql", "lib/**/*.tt", "sig/**/*.rbs", "ext/**/*.rb", "exe/*",
+    "lib/**/*.rb", "lib/**/*.sql", "lib/**/*.lua", "lib/**/*.tt", "sig/**/*.rbs", "ext/**/*.rb", "exe/*",
     "Cargo.toml", "Cargo.lock", "core/Cargo.toml", "core/src/**/*.rs", "core/benches/*.rs", "core/*.md", "core/LICENSE.txt",
     "sim/Cargo.toml", "sim/src/**/*.rs", "sim/benches/*.rs",
     "ffi/Cargo.toml", "ffi/src/**/*.rs",

@@ -96,6 +96,55 @@ module LeaseMachines
       # The accepted changes (#changes' rows: owner at 5, replaced_owner at 9) with their owners read back.
       def unsigned_changes(rows) = rows.map { unsigned_at(_1, 5, 9) }
 
+      # Creates the schema where it is missing (only outside a transaction), then checks every table's columns and the
+      # format: what the server databases' adapters (PostgreSQL, MySQL) share. With +migrate+ false nothing is
+      # written: a database without this format's tables is refused instead. Tables without their format row (loaded
+      # from a schema dump, which keeps no rows) are taken over: the schema's statements add what is missing. The
+      # adapter defines #table_columns (each table's expected [column, type] pairs), #read_columns (the same, as the
+      # database has them), #read_format and #create_schema, and the constants FORMAT and SCHEMA.
+      def prepare_schema(migrate)
+        found = read_columns
+        check_columns(found)
+        format = found.key?("lease_machines_schema") ? read_format : nil
+        if found.size < table_columns.size || format.nil?
+          missing = table_columns.keys - found.keys
+          unless migrate
+            what = format ? "its tables (#{missing.join(", ")}) are missing" : "it has no lease store tables"
+            refuse("#{what}, and this store may not write to its schema (migrate: false): open it once with a " \
+                   "store that may (the default), or run the install generator's migration")
+          end
+          if in_transaction?
+            what = missing.empty? ? "its format row is missing" : "its tables (#{missing.join(", ")}) are missing"
+            refuse("#{what} and a transaction is open on the connection: run the schema " \
+                   "(#{self.class.name}::SCHEMA) or the install generator's migration first")
+          end
+          create_schema
+          check_columns(read_columns)
+          format = read_format
+        end
+        return if format == self.class::FORMAT
+
+        refuse("its schema is format #{LeaseMachines.shown(format)}; this lease_machines reads format " \
+               "#{self.class::FORMAT} only")
+      end
+
+      # Refuses a table whose columns (+found+, by table) are not the ones the schema declares.
+      def check_columns(found)
+        found.each do |table, columns|
+          expected = table_columns.fetch(table)
+          next if columns == expected
+
+          refuse("#{table} is not the lease store's table (columns #{describe_columns(columns)}; format " \
+                 "#{self.class::FORMAT} has #{describe_columns(expected)})")
+        end
+      end
+
+      def describe_columns(columns) = columns.map { |name, type| "#{name} #{type}" }.join(", ")
+
+      def refuse(why)
+        raise StoreError, "#{@name} is not a lease store of this version: #{why}"
+      end
+
       # A copy of +row+ with the owners at +indexes+ read back from two's complement (a lease row's: 0).
       def unsigned_at(row, *indexes)
         row = row.dup

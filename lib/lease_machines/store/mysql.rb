@@ -757,30 +757,8 @@ module LeaseMachines
         @new_epoch = taken
       end
 
-      # Creates what is missing (only outside a transaction), then checks every table's columns and the format.
-      def prepare_schema(migrate)
-        found = read_columns
-        check_columns(found)
-        format = found.key?("lease_machines_schema") ? read_format : nil
-        if found.size < COLUMNS.size || format.nil?
-          missing = COLUMNS.keys - found.keys
-          unless migrate
-            what = format ? "its tables (#{missing.join(", ")}) are missing" : "it has no lease store tables"
-            refuse("#{what}, and this store may not write to its schema (migrate: false): open it once with a store " \
-                   "that may (the default), or run the install generator's migration")
-          end
-          if in_transaction?
-            refuse("its tables (#{missing.join(", ")}) are missing and a transaction is open on the connection: " \
-                   "run the schema (LeaseMachines::Store::MySQL::SCHEMA) or the install generator's migration first")
-          end
-          create_schema
-          check_columns(read_columns)
-          format = read_format
-        end
-        return if format == FORMAT
-
-        refuse("its schema is format #{LeaseMachines.shown(format)}; this lease_machines reads format #{FORMAT} only")
-      end
+      # The tables' columns Adapter#prepare_schema expects.
+      def table_columns = COLUMNS
 
       def read_format = rows("SELECT format FROM lease_machines_schema WHERE id = 1").first&.first
 
@@ -804,22 +782,6 @@ module LeaseMachines
         found = Hash.new { |hash, table| hash[table] = [] }
         rows(format(READ_COLUMNS, tables)).each { |table, column, type| found[table] << [column, type.downcase] }
         found.to_h
-      end
-
-      def check_columns(found)
-        found.each do |table, columns|
-          expected = COLUMNS.fetch(table)
-          next if columns == expected
-
-          refuse("#{table} is not the lease store's table (columns #{describe_columns(columns)}; format #{FORMAT} " \
-                 "has #{describe_columns(expected)})")
-        end
-      end
-
-      def describe_columns(columns) = columns.map { |name, type| "#{name} #{type}" }.join(", ")
-
-      def refuse(why)
-        raise StoreError, "#{@name} is not a lease store of this version: #{why}"
       end
     end
   end

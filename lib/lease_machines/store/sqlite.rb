@@ -136,9 +136,6 @@ module LeaseMachines
                        :COUNT_NAMED, :COUNT_FROM,
                        :READ_SLOTS, :READ_SLOT, :WRITE_SLOT, :READ_SLOT_FENCE, :WRITE_SLOT_FENCE
 
-      # The connection, and what names it in messages (the database file's path, or ":memory:").
-      attr_reader :connection, :name
-
       # Opens +database+ (a path: String or Pathname) or takes an open SQLite3::Database (the application's own).
       # +busy_timeout+ is Float seconds (0 to about 24 days), or nil: 5 seconds for a database the store opens, and
       # the connection's own setting for one it is given. A given connection's other settings (journal mode,

@@ -1,0 +1,116 @@
+# frozen_string_literal: true
+
+# A request's statements on the PostgreSQL store: the store's own transaction opened (and marked as the store's on
+# an application's connection), a decision's row made to exist, locked and read with the server's clock in one
+# simple query, and written back as literals.
+
+module LeaseMachines
+  class Store
+    class PostgreSQL < Adapter
+      LEASE_COLUMNS = "owner, token, expires_at, last_issued, observed, revision"
+      # The store's own transaction; on an application's connection marked as the store's twice, for #rollback_own:
+      # a savepoint (which an aborted transaction can still roll back to) and a setting (which a live one can read),
+      # both gone with it.
+      BEGIN_OWN = "BEGIN ISOLATION LEVEL READ COMMITTED"
+      OWN = "lease_machines_own"
+      MARK_OWN = "SAVEPOINT #{OWN}".freeze
+      # The request's lock timeout ('' keeps the connection's), for this transaction only.
+      SET_TIMEOUT = "SELECT set_config('lock_timeout', coalesce(nullif($1, ''), current_setting('lock_timeout')), true)"
+      # The store's own transactions commit durably whatever the role's or database's synchronous_commit: a grant
+      # acknowledged and then lost in a crash would be issued again.
+      SET_DURABLE = "#{SET_TIMEOUT}, set_config('synchronous_commit', 'on', true)".freeze
+      # The same, marking the transaction as the store's on an application's connection.
+      SET_OWN = "#{SET_DURABLE}, set_config('lease_machines.own', 'own', true)".freeze
+      ENSURE_ROW = "INSERT INTO lease_machines_leases (resource) VALUES ($1) ON CONFLICT (resource) DO NOTHING"
+      # The server's clock, read after the row's lock: statements of one pipeline run in order.
+      CLOCK = "SELECT extract(epoch FROM clock_timestamp())::float8"
+      # The same for a decision's simple query, each double as its 8 bytes in hex (whatever bytea_output says), in
+      # one statement: the row is locked inside a materialized CTE, whose rows reach the outer SELECT only once
+      # locked, so the clock in the outer list is read after the lock (and not at all without a row). MATERIALIZED
+      # needs PostgreSQL 12 or newer (the store's minimum).
+      LOCK_ROW_BYTES = "WITH locked AS MATERIALIZED (SELECT #{LEASE_COLUMNS} FROM lease_machines_leases " \
+                       "WHERE resource = %s FOR UPDATE) SELECT owner, token, encode(float8send(expires_at), 'hex'), " \
+                       "last_issued, encode(float8send(observed), 'hex'), revision%s FROM locked".freeze
+      CLOCK_BYTES = ", encode(float8send(extract(epoch FROM clock_timestamp())::float8), 'hex')"
+      # A semaphore's slots above 0, locked (after slot 0's row, which every request on the resource locks first)
+      # and read, doubles as bytes; then the server's clock, read after every lock.
+      LOCK_SLOTS_BYTES = "SELECT slot, owner, token, encode(float8send(expires_at), 'hex'), last_issued, " \
+                         "encode(float8send(observed), 'hex'), revision FROM lease_machines_slots " \
+                         "WHERE resource = %s ORDER BY slot FOR UPDATE".freeze
+      CLOCK_AFTER = "SELECT encode(float8send(extract(epoch FROM clock_timestamp())::float8), 'hex')"
+      WRITE_SLOT_LITERAL = "INSERT INTO lease_machines_slots (resource, slot, #{LEASE_COLUMNS}) " \
+                           "VALUES (%7$s, %8$s, %1$s, %2$s, %3$s, %4$s, %5$s, %6$s) ON CONFLICT (resource, slot) " \
+                           "DO UPDATE SET owner = excluded.owner, token = excluded.token, " \
+                           "expires_at = excluded.expires_at, last_issued = excluded.last_issued, " \
+                           "observed = excluded.observed, revision = excluded.revision".freeze
+      WRITE_ROW_LITERAL = "UPDATE lease_machines_leases SET owner = %s, token = %s, expires_at = %s, " \
+                          "last_issued = %s, observed = %s, revision = %s WHERE resource = %s"
+      OWN_MARK = "SELECT current_setting('lease_machines.own', true)"
+      private_constant :LEASE_COLUMNS, :BEGIN_OWN, :OWN, :MARK_OWN, :SET_TIMEOUT, :SET_DURABLE, :SET_OWN, :ENSURE_ROW,
+                       :CLOCK, :LOCK_ROW_BYTES, :CLOCK_BYTES, :LOCK_SLOTS_BYTES, :CLOCK_AFTER, :WRITE_SLOT_LITERAL,
+                       :WRITE_ROW_LITERAL, :OWN_MARK
+
+      private
+
+      # A request's first statements: the transaction's opening, and the resource's row made to exist unless a
+      # committed request of this store has seen it. Returns [the quoted name, statements]; the request is remembered
+      # for its close (the quoted name, and whether to learn the row).
+      def opening_request(resource)
+        known = @known_rows.key?(resource)
+        name = @connection.escape_literal(resource)
+        @request = [resource, name, known]
+        statements = [*@opening]
+        statements << ENSURE_ROW.sub("$1") { name } unless known
+        [name, statements]
+      end
+
+      # The resource's locked row from +result+; StoreError when it is gone (deleted while the request waited for its
+      # lock, or since this store's last request on it: the next request makes it exist again).
+      def locked_row(resource, result)
+        text_row_of(result) or
+          begin
+            @known_rows.delete(resource)
+            raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for " \
+                              "its lock (or since this store's last request on it); nothing was decided"
+          end
+      end
+
+      # The statements that open the store's own transaction: BEGIN and its settings; on an application's
+      # connection, marked as the store's too (a savepoint and a setting, for #rollback_own). A connection the store
+      # opened needs no mark: every transaction on it is the store's.
+      def opening(lock_timeout)
+        return [[BEGIN_OWN], [SET_DURABLE, [lock_timeout]]] if @owned
+
+        [[BEGIN_OWN], [MARK_OWN], [SET_OWN, [lock_timeout]]]
+      end
+
+      # The statements that open a decision's transaction, its simple query's first part: the same settings as
+      # #opening, as utility statements (which PostgreSQL runs without planning). The lock timeout is the store's
+      # own Integer milliseconds, never the caller's text.
+      def decision_opening
+        statements = [BEGIN_OWN]
+        statements << MARK_OWN unless @owned
+        statements << "SET LOCAL lock_timeout = '#{@lock_timeout}'" unless @lock_timeout.empty?
+        statements << "SET LOCAL synchronous_commit = on"
+        # Only on a connection the store opened: the server ends the session, which an application's connection
+        # would then have lost under it.
+        statements << "SET LOCAL idle_in_transaction_session_timeout = '#{IDLE_IN_DECISION}'" if @owned
+        statements << "SET LOCAL lease_machines.own = 'own'" unless @owned
+        statements.freeze
+      end
+
+      def learn(resource)
+        @known_rows.clear if @known_rows.size >= KNOWN_ROWS
+        @known_rows[resource] = true
+      end
+
+      # The UPDATE of the row named +name+ (quoted by libpq) to +row+ as SQL: integers written by Integer#to_s,
+      # doubles by Float#to_s (the shortest text that reads back as the same double, quoted: Infinity and NaN too),
+      # nil as NULL.
+      def write_literal(name, row) = format(WRITE_ROW_LITERAL, *literals(row), name)
+
+      # The upsert of +slot+'s row (above 0) of the resource named +name+, as #write_literal writes a row.
+      def write_slot_literal(name, slot, row) = format(WRITE_SLOT_LITERAL, *literals(row), name, Integer(slot).to_s)
+    end
+  end
+end

@@ -1,0 +1,48 @@
+local stamp = redis.call('HGET', KEYS[1], 'stamp') or ''
+local time = redis.call('TIME')
+local moved = stamp ~= ARGV[1]
+if not moved and ARGV[7] ~= '' then
+  local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  local at = tonumber(ARGV[7])
+  moved = at > now or at < now - tonumber(ARGV[8])
+end
+if not moved and ARGV[6] ~= '' then
+  local epoch = redis.call('HMGET', KEYS[6], 'epoch', 'history')
+  if (epoch[1] or '-') ~= ARGV[6] then
+    moved = true
+  elseif epoch[2] == false or epoch[2] ~= history() then
+    return {'epoch'}
+  end
+end
+if moved then
+  local row = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires_at', 'last_issued', 'observed', 'revision')
+  return {'moved', stamp, row[1], row[2], row[3], row[4], row[5], row[6],
+          redis.call('HGET', KEYS[6], 'epoch'), time[1], time[2]}
+end
+redis.call('HLEN', KEYS[2])
+redis.call('XLEN', KEYS[3])
+redis.call('ZCARD', KEYS[5])
+local id = redis.call('INCR', KEYS[4])
+local function words(text)
+  local list = {}
+  for word in string.gmatch(text, '%S+') do list[#list + 1] = word end
+  return list
+end
+local deletes, sets = words(ARGV[9]), words(ARGV[10])
+if #deletes > 0 then redis.call('HDEL', KEYS[2], unpack(deletes)) end
+if #sets > 0 then redis.call('HSET', KEYS[2], unpack(sets)) end
+redis.call('HSET', KEYS[1], 'stamp', ARGV[2])
+redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[4], string.format('%d-0', id), unpack(words(ARGV[11])))
+local cutoff = tonumber(ARGV[5])
+for _, entry in ipairs(redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 2)) do
+  local fields = entry[2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'at' then
+      local at_entry = tonumber(fields[i + 1])
+      if at_entry and at_entry < cutoff then redis.call('XDEL', KEYS[3], entry[1]) end
+      break
+    end
+  end
+end
+redis.call('ZADD', KEYS[5], 0, ARGV[3])
+return {id, time[1], time[2]}
