@@ -1,9 +1,9 @@
 # frozen_string_literal: true
 
 # The nightly report, with real Rails jobs. N worker processes each perform NightlyReportJob for the same account
-# through ActiveJob (the :async adapter: real threads, retries scheduled) on one database, SQLite or PostgreSQL
-# (--postgres: a throwaway server, or --database postgresql://...), where the application's tables and the lease
-# store's live side by side. The job declares
+# through ActiveJob (the :async adapter: real threads, retries scheduled) on one database, SQLite, PostgreSQL
+# (--postgres: a throwaway server, or --database postgresql://...) or MySQL (--mysql: a throwaway MariaDB server, or
+# --database mysql2://...), where the application's tables and the lease store's live side by side. The job declares
 #
 #   holds_lease key: ->(account, _worker) { account }, on_conflict: :retry, ...
 #
@@ -13,8 +13,8 @@
 # SIGSTOP (a stop-the-world pause; the renewer thread stops with it) right after the lease said it was held, and the
 # parent resumes it with SIGCONT after longer than the TTL. Meanwhile the lease ran out and a successor took over and
 # wrote (in worker 7's slot, under a limit). Worker 7, unaware, writes its next line with its old token: the fence
-# refuses it, the transaction rolls back, and the job sees LeaseMachines::LeaseLost. On PostgreSQL the fence runs in
-# the job's own ActiveRecord transaction (the store's check under a savepoint), and the store decides on the
+# refuses it, the transaction rolls back, and the job sees LeaseMachines::LeaseLost. On PostgreSQL and MySQL the fence
+# runs in the job's own ActiveRecord transaction (the store's check under a savepoint), and the store decides on the
 # server's clock.
 #
 # With --redis the jobs run on Sidekiq: each worker process runs Sidekiq 7's launcher (embedded, on a queue of its own)
@@ -49,7 +49,7 @@ MAX_PAUSE = 30.0
 MAX_LIMIT = 3
 
 options = { workers: nil, limit: 1, ttl: 1.0, pause: nil, lines: 5, database: nil, fence: true, postgres: false,
-            redis: nil, solid_queue: false, queue_database: false, compare: false }
+            mysql: false, redis: nil, solid_queue: false, queue_database: false, compare: false }
 # Without OptionParser's own --version and --*-completion-* options (which print and exit with status 1 or 0).
 parser = OptionParser.new.tap { _1.base.long.clear }
 parser.banner = "Usage: bin/nightly-report [options]"
@@ -79,11 +79,14 @@ parser.on("--lines N", "report lines each job writes (3 to 20, default 5)") do
   options[:lines] = number(_1, 3..20, "a whole number from 3 to 20")
 end
 parser.on("--database PATH|URL", "SQLite file, kept (default: a temporary file, removed after the run), or a " \
-                                 "postgresql:// URL") do
+                                 "postgresql:// or mysql2:// URL") do
   options[:database] = _1
 end
 parser.on("--postgres", "on PostgreSQL (a throwaway server under tmp/, without a --database URL)") do
   options[:postgres] = true
+end
+parser.on("--mysql", "on MySQL (a throwaway MariaDB server under tmp/, without a --database URL)") do
+  options[:mysql] = true
 end
 parser.on("--redis [URL]", "the jobs on Sidekiq and the leases in Redis: a throwaway redis-server (appendfsync",
           "always), or the server at a redis:// URL; the report and its fence stay in the --database") do
@@ -130,8 +133,10 @@ if options[:solid_queue]
     usage_error("--compare tells holds_lease's story with its fence: leave out --without-fence")
   end
 end
-postgres, url = CommandLine.database("nightly-report", options)
-POSTGRES = postgres
+server, url = CommandLine.database("nightly-report", options)
+POSTGRES = server == :postgresql
+MYSQL = server == :mysql
+usage_error("--solid-queue runs on SQLite and PostgreSQL here: leave out --mysql") if MYSQL && options[:solid_queue]
 SOLID_QUEUE = options[:solid_queue]
 # Rails before lease_machines, as Bundler.require loads a Rails application's gems: the gem's Railtie comes with it.
 if SOLID_QUEUE
@@ -164,7 +169,12 @@ if POSTGRES && !url
   at_exit { cluster.destroy if Process.pid == PARENT }
   url = cluster.url
 end
-SCRATCH = options[:database] || POSTGRES ? nil : Dir.mktmpdir("nightly-report")
+if MYSQL && !url
+  mysql = MySQLServer.new.start(dir: File.expand_path("../tmp/nightly-report-mysql-#{PARENT}", __dir__))
+  at_exit { mysql.destroy if Process.pid == PARENT }
+  url = mysql.url
+end
+SCRATCH = options[:database] || server ? nil : Dir.mktmpdir("nightly-report")
 at_exit { FileUtils.remove_entry(SCRATCH) if SCRATCH && Process.pid == PARENT }
 DATABASE = url || options[:database] || File.join(SCRATCH, "app.sqlite3")
 # The leases' Redis (--redis): the URL given, or a throwaway server under the checkout's tmp/ that keeps every grant.
@@ -205,8 +215,8 @@ end
 
 # The application's database as ActiveRecord is given it. Fenced writes take SQLite's write lock at BEGIN
 # (default_transaction_mode: :immediate), so that a transaction that read first never fails to write later.
-# PostgreSQL locks rows: its URL is all ActiveRecord needs.
-DATABASE_CONFIG = if POSTGRES
+# PostgreSQL and MySQL lock rows: a URL is all ActiveRecord needs.
+DATABASE_CONFIG = if server
                     { url: DATABASE }
                   else
                     { adapter: "sqlite3", database: DATABASE, timeout: 5_000, default_transaction_mode: :immediate }

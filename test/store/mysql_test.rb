@@ -213,6 +213,36 @@ class StoreMySQLTest < Minitest::Test
     assert_equal [:rejected, :occupied], store.acquire(resource: R, owner: 9, ttl: 5.0).then { [_1.status, _1.reason] }
   end
 
+  # A holder frozen between a decision's two round trips (SIGSTOP, a paused VM) holds the resource's row lock: MariaDB
+  # ends its session after the idle limit, and another process's request goes through.
+  def test_a_holder_frozen_inside_a_decision_is_cut_off_by_the_server
+    frozen = open_store
+    granted(frozen.acquire(resource: R, owner: 7, ttl: 30.0))
+    adapter = frozen.instance_variable_get(:@adapter)
+    adapter.open_request(R, clock: true) # the first round trip: the row locked; the second never comes
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    decision = open_store(busy_timeout: 10.0).acquire(resource: R, owner: 9, ttl: 10.0)
+    waited = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    assert_equal [:rejected, :occupied], [decision.status, decision.reason], "7's committed lease still stands"
+    assert_operator waited, :<, 6.0, "the lock was freed by the server's idle limit (2 s), not held"
+    assert_operator waited, :>=, 1.5
+    assert_raises(LeaseMachines::StoreError) { adapter.close_request(R, nil, ["refused", 0.0] + [nil] * 8) }
+    assert_equal :renewed, frozen.renew(resource: R, owner: 7, token: 1, ttl: 30.0).status, "connected again"
+  end
+
+  # A fenced write's block may take longer than the idle limit: its transaction is not cut off.
+  def test_a_slow_fenced_write_outlives_the_idle_limit
+    store = open_store
+    lease = granted(store.acquire(resource: R, owner: 7, ttl: 30.0))
+    done = store.fenced(resource: R, token: lease.token) do
+      sleep 2.5
+      :done
+    end
+    assert_equal :done, done
+    assert_equal lease.token, store.fence_highest(resource: R)
+    assert_equal [[2]], store.database.query("SELECT @@idle_transaction_timeout", as: :array).to_a
+  end
+
   def test_a_lost_connection_raises_store_error_and_the_next_request_connects_again
     store = open_store
     granted(store.acquire(resource: R, owner: 7, ttl: 30.0))

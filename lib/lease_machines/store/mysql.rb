@@ -23,6 +23,13 @@ module LeaseMachines
       DEFAULT_BUSY_TIMEOUT = 5.0
       # How long the server may take to answer beyond the request's lock wait, seconds (mysql2's read timeout).
       ANSWER_MARGIN = 30
+      # How long, in seconds, MariaDB lets a transaction of a connection the store opened sit idle before it ends the
+      # session (idle_transaction_timeout): a process frozen between a decision's two round trips (SIGSTOP, a paused
+      # VM, a GC pause of seconds) would otherwise hold the resource's row lock, and every other process's request
+      # on it would wait for it to wake. The decision then fails with StoreError (nothing was committed) and the store
+      # reconnects at its next request. A fenced write, whose block may take its time, turns it off for its
+      # transaction. MySQL has no such setting: there a frozen process holds the lock until it wakes.
+      IDLE_IN_DECISION = 2
       URL = %r{\Amysql2?://}i
       # The URL's query parameters the store takes, and the mysql2 option each one is.
       PARAMETERS = { "socket" => :socket, "connect_timeout" => :connect_timeout, "ssl_mode" => :ssl_mode,
@@ -322,6 +329,7 @@ module LeaseMachines
       def open_fence(resource, savepoint:, clock: false, slot: 0)
         literal = hex(resource)
         statements = savepoint ? ["SAVEPOINT #{savepoint}", *set_wait(savepoint)] : own_opening(:own, mark: true)
+        statements.unshift("SET SESSION idle_transaction_timeout = 0") if (@fence_idle = !savepoint && @owned && @idle)
         if slot.zero?
           statements << format(SHARE_ROW, literal) << format(LOCK_FENCE, literal)
         else
@@ -429,6 +437,7 @@ module LeaseMachines
           # leaves it open): ROLLBACK, which changes nothing when none is.
           was = @transaction
           @connection.query("ROLLBACK")
+          idle_again.each { @connection.query(_1) }
           @transaction = false
           return was
         end
@@ -479,6 +488,8 @@ module LeaseMachines
         client.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
         client.query("SET SESSION innodb_lock_wait_timeout = #{@wait}, " \
                      "SESSION sql_mode = CONCAT(@@sql_mode, ',STRICT_ALL_TABLES')")
+        @idle = client.query("SELECT VERSION()", as: :array).first.first.include?("MariaDB")
+        client.query("SET SESSION idle_transaction_timeout = #{IDLE_IN_DECISION}") if @idle
         client
       rescue ::Mysql2::Error => e
         message = self.class.message(e)
@@ -629,6 +640,14 @@ module LeaseMachines
         statements.each { |sql| @connection.query(sql) }
       end
 
+      # The idle limit a fenced write on a connection the store opened turned off, set again.
+      def idle_again
+        return [] unless @fence_idle
+
+        @fence_idle = false
+        ["SET SESSION idle_transaction_timeout = #{IDLE_IN_DECISION}"]
+      end
+
       # A block's write checked before anything of the fence's close: the savepoint (the store's own transaction's
       # mark, or the fenced write's) must still be there.
       def still_open(savepoint)
@@ -639,7 +658,7 @@ module LeaseMachines
       # How a fenced write's transaction ends: its savepoint released (the lock wait put back), or the store's own
       # committed.
       def fence_end(savepoint)
-        return own_end("COMMIT") unless savepoint
+        return [*own_end("COMMIT"), *idle_again] unless savepoint
 
         ["RELEASE SAVEPOINT #{savepoint}", *put_back(savepoint)]
       end
