@@ -3,105 +3,27 @@
 
 require "test_helper"
 require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
+require "support/store_fence_rules"
 
-# The store's fence knows every grant: a write is admitted only under the lease live on the store's clock, so a
-# holder whose lease went to another owner, was released or ran out is refused at once, before any successor writes.
+# The store's fence (test/support/store_fence_rules.rb) on SQLite, PostgreSQL and MySQL; on Redis in
+# test/store/redis_test.rb.
 class StoreFenceTest < Minitest::Test
-  R = "nightly-report"
+  include StoreFenceRules
+  include LeaseMachines::TestSupport::StoreRules::OnSQLite
+end
 
-  def setup
-    requires_sqlite3!
-    @path = File.join(scratch_dir("lease-fence"), "leases.sqlite3")
-    @now = 100.0
-    @store = LeaseMachines::Store.new(@path, clock: -> { @now })
-    @store.database.execute("CREATE TABLE report (token INTEGER)")
-  end
+class StoreFencePostgreSQLTest < Minitest::Test
+  include StoreFenceRules
+  include LeaseMachines::TestSupport::StoreRules::OnPostgreSQL
 
-  def teardown
-    @store&.close
-  end
-
-  def write(token) = @store.fenced(resource: R, token: token) { |db| db.execute("INSERT INTO report VALUES (?)", [token]) }
-  def written = @store.database.execute("SELECT token FROM report").flatten
-
-  def refused(token)
-    assert_raises(LeaseMachines::Fenced) { @store.fenced(resource: R, token: token) { flunk "must not run" } }
-  end
-
-  def test_an_old_token_is_refused_as_soon_as_another_process_was_granted_a_newer_one
-    first = @store.acquire(resource: R, owner: 7, ttl: 10.0).lease
-    write(first.token)
-    @now = 111.0 # worker 7 paused past its TTL; another process takes the lease and commits, but has not written yet
-    other = LeaseMachines::Store.new(@path, clock: -> { @now })
-    assert_equal 2, other.acquire(resource: R, owner: 12, ttl: 10.0).lease.token
-    other.close
-    error = refused(first.token)
-    assert_equal [:stale_token, 1, 2], [error.reason, error.token, error.highest]
-    assert_equal "nightly-report: token 1 is older than the newest issued (2); the write was refused", error.message
-    assert_equal 1, @store.fence_highest(resource: R), "the successor has not written: the mark alone allows token 1"
-    write(2)
-    assert_equal [1, 2], written
-  end
-
-  def test_an_expired_lease_with_no_successor_is_refused
-    lease = @store.acquire(resource: R, owner: 7, ttl: 10.0).lease
-    @now = 109.999
-    write(lease.token)
-    @now = 110.0 # the expiry instant belongs to the next owner
-    error = refused(lease.token)
-    assert_equal [:expired, 1], [error.reason, error.highest]
-    assert_equal "nightly-report: token 1 belongs to a lease that expired; the write was refused", error.message
-    assert_equal [1], written
-  end
-
-  def test_a_renewed_lease_keeps_writing_past_its_first_deadline
-    lease = @store.acquire(resource: R, owner: 7, ttl: 10.0).lease
-    @now = 108.0
-    assert_predicate @store.renew(resource: R, owner: 7, token: lease.token, ttl: 10.0), :renewed?
-    @now = 115.0
-    write(lease.token)
-    assert_equal [1], written
-  end
-
-  def test_a_released_lease_is_refused
-    lease = @store.acquire(resource: R, owner: 7, ttl: 10.0).lease
-    assert_predicate @store.release(resource: R, owner: 7, token: lease.token), :released?
-    error = refused(lease.token)
-    assert_equal :not_held, error.reason
-    assert_equal "nightly-report: token 1 belongs to a lease that was released; the write was refused", error.message
-  end
-
-  def test_a_transfer_and_a_reacquire_fence_the_old_token_at_once
-    lease = @store.acquire(resource: R, owner: 7, ttl: 10.0).lease
-    moved = @store.transfer(resource: R, owner: 7, token: lease.token, new_owner: 12, ttl: 10.0).lease
-    assert_equal :stale_token, refused(lease.token).reason
-    rotated = @store.reacquire(resource: R, owner: 12, ttl: 10.0).lease
-    assert_equal :stale_token, refused(moved.token).reason
-    write(rotated.token)
-    assert_equal [3], written
-  end
-
-  def test_now_can_be_given_and_a_clock_behind_the_store_reads_as_its_latest_instant
-    lease = @store.acquire(resource: R, owner: 7, ttl: 10.0).lease
-    assert_equal :ok, @store.fenced(resource: R, token: lease.token, now: 105.0) { :ok }
-    @store.acquire(resource: "other", owner: 1, ttl: 1.0) # the store recorded 100.0 for "other" only
-    @now = 120.0
-    @store.renew(resource: R, owner: 7, token: lease.token, ttl: 1.0) # refused as expired, recorded at 120.0
-    error = assert_raises(LeaseMachines::Fenced) { @store.fenced(resource: R, token: lease.token, now: 101.0) { flunk } }
-    assert_equal :expired, error.reason, "101.0 is behind the 120.0 this resource saw: read as 120.0"
-  end
-
+  # By design: the statements' rows are pg's, whose values are text unless the application's connection maps types
+  # (the store hands back what the driver read, as it does on every store).
   def test_statements_given_up_front_run_with_the_check_and_the_mark
-    token = @store.acquire(resource: R, owner: 7, ttl: 30.0, now: 0.0).lease.token
-    rows = @store.fenced(resource: R, token: token, now: 1.0,
-                         statements: [["INSERT INTO report VALUES (?)", [token]], ["SELECT token FROM report", []]])
-    assert_equal [[], [[token]]], rows
-    assert_equal token, @store.fence_highest(resource: R)
-    @store.acquire(resource: R, owner: 8, ttl: 30.0, now: 40.0)
-    error = assert_raises(LeaseMachines::Fenced) do
-      @store.fenced(resource: R, token: token, now: 41.0, statements: [["INSERT INTO report VALUES (?)", [token]]])
-    end
-    assert_equal :stale_token, error.reason
-    assert_equal [token], written
+    assert_statements_run_with_the_check_and_the_mark(&:to_s)
   end
+end
+
+class StoreFenceMySQLTest < Minitest::Test
+  include StoreFenceRules
+  include LeaseMachines::TestSupport::StoreRules::OnMySQL
 end

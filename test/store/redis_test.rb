@@ -5,6 +5,9 @@ require "lease_machines/store" if LeaseMachines::TestSupport::SQLITE3
 require "support/store_authority_rules"
 require "support/store_semaphore_rules"
 require "support/store_event_log_rules"
+require "support/store_contract_rules"
+require "support/store_fence_rules"
+require "support/store_input_rules"
 require "support/redis_support"
 
 # The store on Redis: the same decisions as the in-memory authority, its keys, its commit (a compare-and-set, one round
@@ -740,8 +743,10 @@ end
 # fenced writes.
 module RedisStoreRules
   include RedisStoreSupport
+  include LeaseMachines::TestSupport::StoreRules::SQLiteStatements
 
   def setup
+    super
     @url = fresh_redis_url
     @fence = File.join(scratch_dir("lease-redis-rules"), "app.sqlite3")
   end
@@ -749,6 +754,29 @@ module RedisStoreRules
   def database = @url
 
   def open_store(**options) = super(fence: @fence, **options)
+end
+
+# The store's requests on Redis (test/support/store_contract_rules.rb), its fenced writes in an SQLite fence.
+class StoreContractRedisTest < Minitest::Test
+  include StoreContractRules
+  include RedisStoreRules
+end
+
+class StoreTransactionRedisTest < Minitest::Test
+  include StoreTransactionRules
+  include RedisStoreRules
+end
+
+# The fence on Redis (test/support/store_fence_rules.rb): the fence's database is SQLite.
+class StoreFenceRedisTest < Minitest::Test
+  include StoreFenceRules
+  include RedisStoreRules
+end
+
+# Bad input on Redis (test/support/store_input_rules.rb): the same classes and messages as the SQL stores'.
+class StoreInputsRedisTest < Minitest::Test
+  include StoreInputRules
+  include RedisStoreRules
 end
 
 # Semaphores on Redis: the slot rules' tests (test/support/store_semaphore_rules.rb).

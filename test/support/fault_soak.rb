@@ -2,11 +2,11 @@
 
 require "json"
 require "securerandom"
-require_relative "../../examples/support/fault_history"
+require_relative "fault_history"
 require_relative "../../examples/support/hosts"
 
 # The machinery of the stores' Jepsen-style fault soaks (test/store/*_faults_test.rb), over
-# examples/support/fault_history.rb: worker processes (FaultHistory::LeaseWorker) loop over RESOURCES on stores of
+# test/support/fault_history.rb: worker processes (FaultHistory::LeaseWorker) loop over RESOURCES on stores of
 # their own, recording every operation, while the nemesis kills workers with SIGKILL and starts new ones, crashes
 # the server at moments of its own (the including test's #crash_server) and cuts one worker's host (TestHosts: a
 # network namespace) off the network while it holds a lease, healing it after the lease's TTL.
@@ -72,7 +72,7 @@ module FaultSoak
 
   def spawn_on_host(config)
     log = File.join(@history_dir, "#{config[:process]}.log")
-    code = "require #{File.expand_path("../../examples/support/fault_history", __dir__).dump}; " \
+    code = "require #{File.expand_path("fault_history", __dir__).dump}; " \
            "FaultHistory::LeaseWorker.from_env.run"
     @hosts[0].spawn({ "FAULT_WORKER" => JSON.generate(config) }, RUBY, "-e", code, out: log, err: log)
   end

@@ -8,9 +8,9 @@ module LeaseMachines
     # trips as it can, and reads and writes the store's rows. It knows no lease rule.
     #
     # Every adapter subclasses Adapter and implements each method of REQUIRED (Adapter's own raise
-    # NotImplementedError); `test/support/store_contract.rb` runs the same tests on every adapter, and
-    # `test/store/adapter_test.rb` checks that each implements the whole contract. The RBS interface
-    # `LeaseMachines::Store::_Adapter` (sig/lease_machines/store.rbs) types it.
+    # NotImplementedError); the rules in `test/support/store_*_rules.rb` (store_contract_rules.rb first) run the same
+    # tests on every adapter, and `test/store/adapter_test.rb` checks that each implements the whole contract. The RBS
+    # interface `LeaseMachines::Store::_Adapter` (sig/lease_machines/store.rbs) types it.
     #
     # == The rows
     #
