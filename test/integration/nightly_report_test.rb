@@ -107,9 +107,40 @@ class NightlyReportTest < Minitest::Test
 
   def test_on_postgresql_with_a_limit_of_two_the_stalled_job_is_refused_in_its_slot
     require_postgres!
-    output, status = Open3.capture2e(COMMAND, "--postgres", "--limit", "2", "--ttl", "0.6", "--pause", "2")
+    assert_limited_story_on("--postgres")
+  end
+
+  # --mysql: the same story on a throwaway MariaDB server, the fence on ActiveRecord's mysql2 connection.
+  def test_on_mysql_the_stalled_jobs_late_write_is_refused_and_the_job_sees_lease_lost
+    require_mysql!
+    output, status = Open3.capture2e(COMMAND, "--mysql", "--workers", "3", "--ttl", "0.6", "--pause", "2")
+    assert status.success?, output
+    assert_match(%r{run\s+3 workers, .*; mysql2://root@127\.0\.0\.1:\d+/lease_machines$}, output)
+    assert_match(/worker 7\s+REFUSED: token 1 is older than the fence's [23]; line 3 rolled back$/, output)
+    assert_match(/^report lines in commit order, by token: 1x2 2x5 3x5$/, output)
+    assert_match(/^VERDICT: safe\. Worker 7's stale write was refused\.$/, output)
+    assert_empty Dir[File.expand_path("../../tmp/nightly-report-mysql-*", __dir__)], "the throwaway server is gone"
+  end
+
+  # Two jobs at once on MySQL: a renewal that waits for a job's fenced write in the same process must not stop the
+  # process (see Store::MySQL's round trips).
+  def test_on_mysql_with_a_limit_of_two_the_stalled_job_is_refused_in_its_slot
+    require_mysql!
+    assert_limited_story_on("--mysql")
+  end
+
+  # The story with --limit 2 on a throwaway server (+option+), safe.
+  def assert_limited_story_on(option)
+    output, status = Open3.capture2e(COMMAND, option, "--limit", "2", "--ttl", "0.6", "--pause", "2")
     assert status.success?, output
     assert_limited_story(output)
+  end
+
+  def test_on_mysql_without_the_fence_the_stale_write_lands
+    require_mysql!
+    output, status = Open3.capture2e(COMMAND, "--mysql", "--workers", "2", "--ttl", "0.6", "--without-fence")
+    assert_equal 1, status.exitstatus, output
+    assert_match(/^VERDICT: UNSAFE$/, output)
   end
 
   # --database postgresql://...: the user's database, kept; without the fence the stale line lands there.

@@ -62,7 +62,10 @@ class WorkerSevenTest < Minitest::Test
       %w[--version] => "invalid option: --version",
       %w[--workers 3 extra] => "unexpected argument \"extra\" (it takes options only)",
       %w[--postgres --database x.sqlite3] => "--postgres takes a postgresql:// URL as --database, not \"x.sqlite3\"",
-      %w[--redis localhost:6379] => "--redis takes a redis:// URL, not \"localhost:6379\""
+      %w[--redis localhost:6379] => "--redis takes a redis:// URL, not \"localhost:6379\"",
+      %w[--mysql --database postgresql://x/y] => "--mysql takes a mysql2:// URL as --database, not " \
+                                                 "\"postgresql://x/y\"",
+      %w[--mysql --postgres] => "--postgres and --mysql are two databases; give one"
     }.then { assert_usage_errors(COMMAND, "worker-seven", _1) }
     output, errors, status = Open3.capture3(COMMAND, "--help")
     assert_equal [0, ""], [status.exitstatus, errors]
@@ -117,6 +120,21 @@ class WorkerSevenTest < Minitest::Test
   def test_on_postgres_without_the_fence_the_stale_write_lands_and_the_verdict_fails
     require_postgres!
     assert_unsafe("--postgres", "--ttl", "0.5", "--duration", "3", "--without-fence")
+  end
+
+  # --mysql: a throwaway MariaDB server; its clock decides, the fence refuses worker 7.
+  def test_on_mysql_the_stale_write_is_refused
+    require_mysql!
+    output = run_safe("--mysql", "--ttl", "0.5", "--duration", "3")
+    assert_match(%r{; mysql2://root@127\.0\.0\.1:\d+/lease_machines \(a throwaway MariaDB server; the server's },
+                 output)
+    assert_match(/worker 7\s+stalls before writing line 3 \(SIGSTOP\), still holding token 1$/, output)
+    assert_empty Dir[File.expand_path("../../tmp/worker-seven-mysql-*", __dir__)], "the throwaway server is gone"
+  end
+
+  def test_on_mysql_without_the_fence_the_stale_write_lands_and_the_verdict_fails
+    require_mysql!
+    assert_unsafe("--mysql", "--ttl", "0.5", "--duration", "3", "--without-fence")
   end
 
   # A server that cannot be reached, or a database it does not have: one line on stderr, nothing on stdout, exit 2.

@@ -21,16 +21,6 @@ end
 class StoreInputsMySQLTest < Minitest::Test
   include StoreInputRules
   include LeaseMachines::TestSupport::StoreRules::OnMySQL
-
-  def test_a_decision_inside_the_applications_transaction_is_refused_and_leaves_it_alone
-    skip "KNOWN: on a connection it opened, Store::MySQL#in_transaction? answers its own flag, not the connection's"
-    super
-  end
-
-  def test_fenced_joins_the_applications_transaction_and_commits_or_rolls_back_with_it
-    skip "KNOWN: on a connection it opened, Store::MySQL#in_transaction? answers its own flag, not the connection's"
-    super
-  end
 end
 
 # What only SQLite has: rows read whatever the connection's settings, names kept byte for byte, what a database

@@ -71,20 +71,57 @@ class StoreMySQLTest < Minitest::Test
     assert_same_decisions_as_the_authority([open_store, open_store, open_store(client)])
   end
 
-  def test_a_decision_is_two_round_trips_and_a_fenced_write_on_the_stores_connection_two
+  # A statement that may wait for a lock is always the first of its round trip (mysql2 reads a round trip's later
+  # results holding Ruby's GVL): a decision is three round trips, a fenced write three in the store's own
+  # transaction and two inside the application's (and two questions whether a transaction is open). A connection
+  # the store opened answers that question from the server's last answer, when it says (its transaction state
+  # changed: the store's own requests end with COMMIT); else it asks the server, one round trip more.
+  def test_round_trips_of_a_decision_and_of_a_fenced_write
     store = open_store
     connection = counted(store.database)
+    store.acquire(resource: "warm", owner: 1, ttl: 1.0) # the store's own last answer says its transaction ended
+    connection.round_trips = 0
     lease = granted(store.acquire(resource: R, owner: 7, ttl: 30.0))
-    assert_equal 2, connection.round_trips, "acquire"
+    assert_equal 3, connection.round_trips, "acquire"
     connection.round_trips = 0
     store.renew(resource: R, owner: 7, token: lease.token, ttl: 30.0)
-    assert_equal 2, connection.round_trips, "renew"
+    assert_equal 3, connection.round_trips, "renew"
     connection.round_trips = 0
     store.fenced(resource: R, token: lease.token) { nil }
-    assert_equal 2, connection.round_trips, "fenced"
+    # The question after the block is asked of the server: the open round trip's last answer did not change the state.
+    assert_equal 4, connection.round_trips, "fenced, in the store's own transaction"
     connection.round_trips = 0
     store.acquire(resource: "other", owner: 1, ttl: 5.0, limit: 3)
-    assert_equal 2, connection.round_trips, "a semaphore's acquire"
+    assert_equal 3, connection.round_trips, "a semaphore's acquire"
+    app = counted(client)
+    fence = open_store(app)
+    app.query("START TRANSACTION")
+    app.round_trips = 0
+    fence.fenced(resource: R, token: lease.token) { nil }
+    # Two of them ask the server whether a transaction is open, before and after the block: the store tracks the
+    # transaction state of its own connections only.
+    assert_equal 4, app.round_trips, "fenced inside the application's transaction"
+    app.query("COMMIT")
+  end
+
+  # A thread waiting for a lock in a later statement of a round trip would hold Ruby's GVL: the job's own fenced
+  # write, holding the lock, could never commit. The store's waits are all in first statements, so the process's
+  # other threads run while one waits.
+  def test_a_request_waiting_for_a_lock_lets_the_other_threads_of_the_process_run
+    store = open_store(busy_timeout: 10.0)
+    lease = granted(store.acquire(resource: R, owner: 7, ttl: 30.0, limit: 2))
+    app = client
+    fence = open_store(app, clock: -> { 1.0 })
+    app.query("START TRANSACTION")
+    fence.fenced(resource: R, token: lease.token, slot: lease.slot) { nil } # holds the slot's rows until COMMIT
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    renewal = Thread.new { store.renew(resource: R, owner: 7, token: lease.token, ttl: 30.0, slot: lease.slot) }
+    ticks = 0
+    ticks += 1 while Process.clock_gettime(Process::CLOCK_MONOTONIC) - started < 0.5 && (sleep(0.01) || true)
+    app.query("COMMIT")
+    assert_equal :renewed, renewal.value.status
+    assert_operator ticks, :>, 20, "this thread ran while the renewal waited"
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 3.0
   end
 
   def test_the_servers_clock_decides_when_no_now_is_given

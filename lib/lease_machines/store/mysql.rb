@@ -16,6 +16,14 @@ module LeaseMachines
     # connection each request sets what it needs and puts back what it found, so that no session state is left
     # behind. Names and numbers are written as literals the store formats itself (a name as its bytes in hex, a
     # Float as the shortest text that reads back as the same double): a name is never SQL.
+    #
+    # Round trips: a statement that may wait for a lock is always the first of its round trip. mysql2 waits for a
+    # round trip's first result with Ruby's GVL released, but reads the results of the statements after it
+    # (Mysql2::Client#next_result) holding the GVL: a lock wait there would stop every thread of the process, the
+    # one that holds the lock among them (a job's fenced write, beside its renewer), until innodb_lock_wait_timeout.
+    # So a decision is three round trips (the transaction opened; the resource's rows locked and read, with the
+    # clock and the token epoch; the write, the event and COMMIT), and a fenced write two, or three when it opens a
+    # transaction of its own on an application's connection.
     class MySQL < Adapter
       # The schema, for people who manage their own migrations: statements, each ending with ";" at a line's end.
       SCHEMA = File.read(File.expand_path("mysql.sql", __dir__)).freeze
@@ -69,8 +77,6 @@ module LeaseMachines
       SHARE_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = %s LOCK IN SHARE MODE".freeze
       SHARE_SLOT = "SELECT #{LEASE_COLUMNS} FROM lease_machines_slots WHERE resource = %s AND slot = %d " \
                    "LOCK IN SHARE MODE".freeze
-      LOCK_FENCE = "SELECT highest FROM lease_machines_fences WHERE resource = %s FOR UPDATE"
-      LOCK_SLOT_FENCE = "SELECT highest FROM lease_machines_slot_fences WHERE resource = %s AND slot = %d FOR UPDATE"
       READ_ROW = "SELECT #{LEASE_COLUMNS} FROM lease_machines_leases WHERE resource = %s".freeze
       READ_SLOT = "SELECT #{LEASE_COLUMNS} FROM lease_machines_slots WHERE resource = %s AND slot = %d".freeze
       READ_FENCE = "SELECT highest FROM lease_machines_fences WHERE resource = %s"
@@ -92,14 +98,15 @@ module LeaseMachines
                       "ON DUPLICATE KEY UPDATE epoch = GREATEST(epoch, VALUES(epoch)), history = VALUES(history)"
       EVENT_COLUMNS = "kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, " \
                       "replaced_expires_at, highest"
-      # One event, numbered after its lease's newest (seq); then the lease's event that falls out of its newest
-      # keep_events (found by the lease's index from the new event's seq), and of the log's two oldest events those
-      # more than max_age seconds before the new one: constant work. The derived tables (materialized: LIMIT) let a
-      # statement read the table it deletes from.
+      # One event, numbered after its lease's newest (seq); then the lease's events that fall out of its newest
+      # keep_events (found by the lease's index from the new event's seq: one, but those the fenced writes logged
+      # since too, which prune nothing), and of the log's two oldest events those more than max_age seconds before
+      # the new one: constant work. The derived tables (materialized: LIMIT) let a statement read the
+      # table it deletes from. Only the store's own READ COMMITTED transactions prune (their reads take no locks).
       LOG_EVENT = "INSERT INTO lease_machines_events (resource, slot, seq, #{EVENT_COLUMNS}) " \
                   "SELECT %1$s, %2$d, COALESCE(MAX(seq), 0) + 1, %3$s FROM lease_machines_events " \
                   "WHERE resource = %1$s AND slot = %2$d".freeze
-      PRUNE_LEASE = "DELETE FROM lease_machines_events WHERE resource = %1$s AND slot = %2$d AND seq = " \
+      PRUNE_LEASE = "DELETE FROM lease_machines_events WHERE resource = %1$s AND slot = %2$d AND seq <= " \
                     "(SELECT fallen.seq FROM (SELECT seq - %3$d AS seq FROM lease_machines_events " \
                     "WHERE id = LAST_INSERT_ID() LIMIT 1) fallen)"
       PRUNE_OLD = "DELETE FROM lease_machines_events WHERE id IN (SELECT oldest.id FROM (SELECT id, at FROM " \
@@ -129,15 +136,21 @@ module LeaseMachines
                      "(SELECT COUNT(*) FROM lease_machines_slots WHERE %1$s)"
       # The savepoint that marks a transaction on an application's connection as the store's.
       OWN = "lease_machines_own"
-      # The session variable that keeps an application connection's lock wait timeout during a request.
-      KEPT_WAIT = "@lease_machines_wait"
+      # The lease's newest event number, read without a lock (a fenced write's event takes the next; two fenced writes
+      # of one lease may number alike, as on PostgreSQL).
+      LAST_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM lease_machines_events WHERE resource = %s AND slot = %d"
+      # A fenced write's event, numbered by LAST_SEQ's reading: a plain INSERT, which takes no lock on the log's other
+      # rows or gaps (whatever the application's isolation), so that no request waits on an application's
+      # transaction for its own event.
+      WRITE_EVENT = "INSERT INTO lease_machines_events (resource, slot, seq, #{EVENT_COLUMNS}) " \
+                    "VALUES (%s, %d, %d, %s)".freeze
       private_constant :PARAMETERS, :COLUMNS, :READ_COLUMNS, :CREATE_LOCK, :CREATE_UNLOCK, :LEASE_COLUMNS, :CLOCK,
-                       :ENSURE_ROW, :LOCK_ROW, :LOCK_SLOTS, :SHARE_ROW, :SHARE_SLOT, :LOCK_FENCE, :LOCK_SLOT_FENCE,
+                       :ENSURE_ROW, :LOCK_ROW, :LOCK_SLOTS, :SHARE_ROW, :SHARE_SLOT,
                        :READ_ROW, :READ_SLOT, :READ_FENCE, :READ_SLOT_FENCE, :WRITE_ROW, :WRITE_SLOT, :WRITE_FENCE,
                        :WRITE_SLOT_FENCE, :EPOCH_READ, :WRITE_HISTORY, :EVENT_COLUMNS, :LOG_EVENT, :PRUNE_LEASE,
                        :PRUNE_OLD, :READ_EVENTS, :READ_RESOURCE_EVENTS, :READ_LATEST_EVENTS,
                        :READ_LATEST_RESOURCE_EVENTS, :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES,
-                       :READ_SLOT_LEASES, :COUNT_LEASES, :OWN, :KEPT_WAIT
+                       :READ_SLOT_LEASES, :COUNT_LEASES, :OWN, :LAST_SEQ, :WRITE_EVENT
       # How many resources' rows a store remembers as existing (a decision on one skips the INSERT that makes it
       # exist); past that, it forgets them all and learns again.
       KNOWN_ROWS = 4096
@@ -216,7 +229,6 @@ module LeaseMachines
         @options = self.class.options_of(database) if @owned # for a reconnect; never shown
         @connection = @owned ? connect : database
         @known_rows = {}
-        @kept = {} # the savepoints of open fenced writes (and :own), each with whether it set the lock wait
         @transaction = false # on a connection the store opened: whether one of its transactions is open
         begin
           prepare_schema(migrate)
@@ -245,7 +257,6 @@ module LeaseMachines
           @connection = connect
           @broken = false
           @transaction = false
-          @kept.clear
         rescue ::Mysql2::Error => e
           raise StoreError, "#{@name}: cannot reconnect: #{self.class.message(e)}"
         end
@@ -253,8 +264,13 @@ module LeaseMachines
 
       # On a connection the store opened, whether its own transaction is open; on an application's, the server's
       # answer (one round trip).
+      # Whether a transaction is open on the connection, the application's too (a BEGIN sent on Store#database). A
+      # connection the store opened tracks its transaction state (session_track_transaction_info): the last answer
+      # says it when it changed, and costs nothing; else (and on an application's connection) the server is asked,
+      # one round trip.
       def in_transaction?
-        return @transaction if @owned
+        state = @connection.session_track(::Mysql2::Client::SESSION_TRACK_TRANSACTION_STATE)&.last if @owned
+        return !state.start_with?("_") if state
 
         rows("SELECT @@in_transaction").first.first == 1
       end
@@ -262,9 +278,9 @@ module LeaseMachines
       # +name+, which VARBINARY keeps whatever its bytes (the core's 1,024-byte bound fits the column).
       def check_name!(name) = name
 
-      # One round trip: the store's own transaction opened (READ COMMITTED), the resource's row made to exist (unless
-      # a committed request of this store has seen it) and locked FOR UPDATE, read, with the server's clock when
-      # +clock+, and the token epoch (#epoch_of). Returns [row, now or nil, epoch].
+      # Two round trips: the store's own transaction opened (READ COMMITTED); then the resource's row made to exist
+      # (unless a committed request of this store has seen it) and locked FOR UPDATE, read, with the token epoch and
+      # the server's clock when +clock+. Returns [row, now or nil, epoch].
       def open_request(resource, clock: false)
         literal, statements = opening_request(resource)
         statements << format(LOCK_ROW, literal) << EPOCH_READ
@@ -275,8 +291,9 @@ module LeaseMachines
         [row, clock ? microseconds(results.last) : nil, epoch_of(results[at + 1])]
       end
 
-      # One round trip, as #open_request, for a semaphore: slot 0's row made to exist and locked, then every other
-      # slot row of the resource. Returns [rows, now or nil, epoch], rows[i] slot i's columns (nil: no row).
+      # Two round trips, as #open_request, for a semaphore: slot 0's row made to exist and locked, then every other
+      # slot row of the resource (which no other request can hold then: a fenced write in a slot holds slot 0's row
+      # too). Returns [rows, now or nil, epoch], rows[i] slot i's columns (nil: no row).
       def open_slots(resource, clock: false)
         literal, statements = opening_request(resource)
         statements << format(LOCK_ROW, literal) << format(LOCK_SLOTS, literal) << EPOCH_READ
@@ -302,7 +319,7 @@ module LeaseMachines
         statements << format(WRITE_HISTORY, @new_epoch, @history_literal) if issued && @new_epoch
         statements << (slot.zero? ? write_row(literal, row) : write_slot(literal, slot, row)) if row
         statements.concat(log_event(literal, slot, event))
-        finish(statements + own_end("COMMIT"))
+        finish(statements << "COMMIT")
         @transaction = false
         learn(resource) unless known
       end
@@ -317,30 +334,31 @@ module LeaseMachines
         raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless request == resource
 
         epoch = [opened, @new_epoch || 0].max
-        finish([format(WRITE_HISTORY, epoch, @history_literal), *own_end("COMMIT")])
+        finish([format(WRITE_HISTORY, epoch, @history_literal), "COMMIT"])
         @transaction = false
         CONFLICT
       end
 
-      # One round trip: the fenced write's transaction opened (the store's own, or the savepoint +savepoint+ inside
-      # the application's), the resource's row locked LOCK IN SHARE MODE and read, its fence mark locked FOR UPDATE
-      # and read (locking reads: the newest committed, whatever the application's isolation), the token epoch, and
-      # the server's clock when +clock+. Returns [row, mark, now or nil, epoch].
+      # One round trip (two when it opens the store's own transaction first): the resource's row locked LOCK IN SHARE
+      # MODE and read (a locking read: the newest committed, whatever the application's isolation; in a slot, slot
+      # 0's row too, as every request on the resource locks it first), the fenced write's savepoint set inside the
+      # transaction (the application's, +savepoint+, or the store's own), its fence mark and its lease's last event
+      # number read, the token epoch, and the server's clock when +clock+. Returns [row, mark, now or nil, epoch]. The
+      # mark needs no lock: it is never above the live lease's token, which the locked row holds.
       def open_fence(resource, savepoint:, clock: false, slot: 0)
         literal = hex(resource)
-        statements = savepoint ? ["SAVEPOINT #{savepoint}", *set_wait(savepoint)] : own_opening(:own, mark: true)
-        statements.unshift("SET SESSION idle_transaction_timeout = 0") if (@fence_idle = !savepoint && @owned && @idle)
-        if slot.zero?
-          statements << format(SHARE_ROW, literal) << format(LOCK_FENCE, literal)
-        else
-          statements << format(SHARE_SLOT, literal, slot) << format(LOCK_SLOT_FENCE, literal, slot)
-        end
-        statements << EPOCH_READ
+        batch(own_opening) unless savepoint
+        statements = [bounded(format(SHARE_ROW, literal)), "SAVEPOINT #{savepoint || OWN}"]
+        statements << "SET SESSION idle_transaction_timeout = 0" if (@fence_idle = !savepoint && @owned && @idle)
+        statements << format(SHARE_SLOT, literal, slot) unless slot.zero?
+        statements << (slot.zero? ? format(READ_FENCE, literal) : format(READ_SLOT_FENCE, literal, slot))
+        statements << format(LAST_SEQ, literal, slot) << EPOCH_READ
         statements << CLOCK if clock
         results = batch(statements)
         at = clock ? -4 : -3
-        row = results[at].first
-        mark = results[at + 1].first
+        row = (slot.zero? ? results.first : results[at - 1]).first
+        mark = results[at].first
+        @last_seq = results[at + 1].first.first
         [row && columns_of(row), mark&.first, clock ? microseconds(results.last) : nil, epoch_of(results[at + 2])]
       end
 
@@ -353,14 +371,14 @@ module LeaseMachines
         results = statements.map { |sql, binds| prepared(sql, binds) }
         literal = hex(resource)
         mark = slot.zero? ? format(WRITE_FENCE, literal, token) : format(WRITE_SLOT_FENCE, literal, slot, token)
-        finish([*still_open(savepoint), mark, *log_event(literal, slot, event), *fence_end(savepoint)])
+        finish([*still_open(savepoint), mark, fenced_event(literal, slot, event), *fence_end(savepoint)])
         @transaction = false unless savepoint
         results
       end
 
       # One round trip: a refused fenced write's +event+ logged and its transaction ended as #close_fence ends it.
       def refuse_fence(resource, savepoint:, event:, slot: 0)
-        finish([*log_event(hex(resource), slot, event), *fence_end(savepoint)])
+        finish([fenced_event(hex(resource), slot, event), *fence_end(savepoint)])
         @transaction = false unless savepoint
       end
 
@@ -447,7 +465,6 @@ module LeaseMachines
           return false # no mark: not the store's transaction
         end
         @connection.query("ROLLBACK")
-        restore_wait(:own)
         true
       rescue ::Mysql2::Error
         false
@@ -457,7 +474,6 @@ module LeaseMachines
         settle
         @connection.query("ROLLBACK TO SAVEPOINT #{name}")
         @connection.query("RELEASE SAVEPOINT #{name}")
-        restore_wait(name)
       rescue ::Mysql2::Error
         nil
       end
@@ -488,6 +504,7 @@ module LeaseMachines
         client.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
         client.query("SET SESSION innodb_lock_wait_timeout = #{@wait}, " \
                      "SESSION sql_mode = CONCAT(@@sql_mode, ',STRICT_ALL_TABLES')")
+        client.query("SET SESSION session_track_transaction_info = STATE")
         @idle = client.query("SELECT VERSION()", as: :array).first.first.include?("MariaDB")
         client.query("SET SESSION idle_transaction_timeout = #{IDLE_IN_DECISION}") if @idle
         client
@@ -593,51 +610,36 @@ module LeaseMachines
         nil
       end
 
-      # A request's first statements: the store's transaction opened, the resource's row made to exist unless a
-      # committed request of this store has seen it. Returns [the name's literal, statements]; the request is
-      # remembered for its close.
+      # A request's first round trip, the store's transaction opened (#own_opening); then its second's first
+      # statements: the resource's row made to exist unless a committed request of this store has seen it (the one
+      # that may wait for the row's lock, first). Returns [the name's literal, statements]; the request is remembered
+      # for its close.
       def opening_request(resource)
         known = @known_rows.key?(resource)
         literal = hex(resource)
         @request = [resource, literal, known]
-        statements = own_opening(:own)
-        statements << format(ENSURE_ROW, literal) unless known
-        [literal, statements]
+        batch(own_opening)
+        [literal, known ? [] : [bounded(format(ENSURE_ROW, literal))]]
       end
 
-      # The statements that open the store's own transaction: on a connection it opened, START TRANSACTION (its
-      # session runs READ COMMITTED with the lock wait); on an application's, READ COMMITTED for this transaction
-      # only, the savepoint that marks it as the store's, and the lock wait kept and set.
-      # A fenced write's own transaction is marked on a connection the store opened too (+mark+), so that its close
-      # can check that the block left it open (#still_open).
-      def own_opening(key, mark: false)
+      # The statements that open the store's own transaction, none of which waits for a lock: on a connection it
+      # opened, START TRANSACTION (its session runs READ COMMITTED with the lock wait); on an application's, READ
+      # COMMITTED for this transaction only, and the savepoint that marks it as the store's.
+      def own_opening
         @transaction = true if @owned
-        return ["START TRANSACTION", *("SAVEPOINT #{OWN}" if mark)] if @owned
+        return ["START TRANSACTION"] if @owned
 
-        ["SET TRANSACTION ISOLATION LEVEL READ COMMITTED", "START TRANSACTION", "SAVEPOINT #{OWN}", *set_wait(key)]
+        ["SET TRANSACTION ISOLATION LEVEL READ COMMITTED", "START TRANSACTION", "SAVEPOINT #{OWN}"]
       end
 
-      # On an application's connection, with a busy timeout: its lock wait kept (for +key+) and the store's set.
-      def set_wait(key)
-        return [] if @owned || @wait.nil?
+      # +sql+, the request's first statement that may wait for a lock, with the store's lock wait for that statement
+      # only on an application's connection given a busy timeout (MariaDB's SET STATEMENT, MySQL's SET_VAR hint): the
+      # connection's own setting is never changed. The statements after it wait as the connection's setting says.
+      def bounded(sql)
+        return sql if @owned || @wait.nil?
+        return "SET STATEMENT innodb_lock_wait_timeout = #{@wait} FOR #{sql}" if @mariadb
 
-        @kept[key] = true
-        ["SET #{KEPT_WAIT} = @@innodb_lock_wait_timeout, SESSION innodb_lock_wait_timeout = #{@wait}"]
-      end
-
-      # The statements that end the store's own transaction (+ending+: COMMIT), and put back what #set_wait kept.
-      # (The caller marks it closed once the round trip came back: a failed one leaves it open, for #rollback_own.)
-      def own_end(ending) = [ending, *put_back(:own)]
-
-      def put_back(key)
-        return [] unless @kept.delete(key)
-
-        ["SET SESSION innodb_lock_wait_timeout = #{KEPT_WAIT}, #{KEPT_WAIT} = NULL"]
-      end
-
-      def restore_wait(key)
-        statements = put_back(key)
-        statements.each { |sql| @connection.query(sql) }
+        sql.sub(/\A(SELECT|INSERT)/, "\\1 /*+ SET_VAR(innodb_lock_wait_timeout = #{@wait}) */")
       end
 
       # The idle limit a fenced write on a connection the store opened turned off, set again.
@@ -655,23 +657,32 @@ module LeaseMachines
         ["RELEASE SAVEPOINT #{name}", "SAVEPOINT #{name}"]
       end
 
-      # How a fenced write's transaction ends: its savepoint released (the lock wait put back), or the store's own
-      # committed.
+      # How a fenced write's transaction ends: its savepoint released, or the store's own committed.
       def fence_end(savepoint)
-        return [*own_end("COMMIT"), *idle_again] unless savepoint
+        return [*idle_again, "COMMIT"] unless savepoint # COMMIT last: its answer says the transaction ended
 
-        ["RELEASE SAVEPOINT #{savepoint}", *put_back(savepoint)]
+        ["RELEASE SAVEPOINT #{savepoint}"]
+      end
+
+      # The statement that logs a fenced write's +event+ (accepted or refused), numbered after the lease's event
+      # #open_fence read.
+      def fenced_event(literal, slot, event)
+        format(WRITE_EVENT, literal, slot, @last_seq + 1, event_values(event))
       end
 
       # The statements that log +event+ (the extension's columns, with a fenced write's mark appended) of the lease
       # +slot+ of the resource whose literal is +literal+, and prune.
       def log_event(literal, slot, event)
+        [format(LOG_EVENT, literal, slot, event_values(event)), format(PRUNE_LEASE, literal, slot, @keep_events),
+         format(PRUNE_OLD, literal(event[1] - @events_max_age))]
+      end
+
+      # An event's columns (the extension's, with a fenced write's mark appended) as SQL literals.
+      def event_values(event)
         kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, replaced_expires_at,
           highest = event
-        values = [kind, at, signed(owner), token, expires_at, revision, reason, signed(replaced_owner), replaced_token,
-                  replaced_expires_at, highest].map { literal(_1) }.join(", ")
-        [format(LOG_EVENT, literal, slot, values), format(PRUNE_LEASE, literal, slot, @keep_events),
-         format(PRUNE_OLD, literal(at - @events_max_age))]
+        [kind, at, signed(owner), token, expires_at, revision, reason, signed(replaced_owner), replaced_token,
+         replaced_expires_at, highest].map { literal(_1) }.join(", ")
       end
 
       def write_row(literal, row) = format(WRITE_ROW, *columns_literals(row), literal)
@@ -748,7 +759,8 @@ module LeaseMachines
         return @history.last if @history&.first == thread
 
         version = rows("SELECT VERSION()").first.first
-        name = if version.include?("MariaDB")
+        @mariadb = version.include?("MariaDB")
+        name = if @mariadb
                  "mariadb:#{rows("SELECT @@server_id").first.first}"
                else
                  "mysql:#{rows("SELECT @@server_uuid").first.first}"
