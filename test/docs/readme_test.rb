@@ -65,6 +65,13 @@ class ReadmeTest < Minitest::Test
     nil
   end
 
+  # The URL of a fresh database on the suite's MariaDB server, or nil where there is none.
+  def mysql_url
+    return nil unless MySQLServer.available? && SQLITE3
+
+    LeaseMachines::TestSupport.mysql.fresh_database_url("readme")
+  end
+
   def teardown
     @redis&.destroy
     super
@@ -87,9 +94,12 @@ class ReadmeTest < Minitest::Test
     database_url = postgres_schema_url
     ENV["LEASE_MACHINES_DATABASE_URL"] = database_url
     ENV["LEASE_MACHINES_REDIS_URL"] = redis = redis_url
+    ENV["LEASE_MACHINES_MYSQL_URL"] = mysql = mysql_url
     self.class.blocks.each do |block|
       # The PostgreSQL store's example needs a server and the pg gem (the suite's throwaway cluster).
       next if database_url.nil? && block.source.include?("LEASE_MACHINES_DATABASE_URL")
+      # The MySQL store's example needs a MariaDB server and the mysql2 gem (the suite's throwaway server).
+      next if mysql.nil? && block.source.include?("LEASE_MACHINES_MYSQL_URL")
       # The Redis store's example needs a redis-server and the redis-client gem.
       next if redis.nil? && block.source.include?("LEASE_MACHINES_REDIS_URL")
       # The SQLite store's example needs the sqlite3 gem, which the gem does not depend on.
@@ -102,7 +112,7 @@ class ReadmeTest < Minitest::Test
       scope.eval(self.class.instrument(block), README, block.line)
     end
 
-    assert_operator checks.size, :>=, 40 + (database_url ? 5 : 0) + (redis ? 6 : 0),
+    assert_operator checks.size, :>=, 40 + (database_url ? 5 : 0) + (redis ? 6 : 0) + (mysql ? 4 : 0),
                     "the README's annotated lines all ran"
     checks.each do |actual, expected, line|
       want = eval(expected, binding, README, line) # rubocop:disable Security/Eval
