@@ -98,19 +98,16 @@ module LeaseMachines
                       "ON DUPLICATE KEY UPDATE epoch = GREATEST(epoch, VALUES(epoch)), history = VALUES(history)"
       EVENT_COLUMNS = "kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, " \
                       "replaced_expires_at, highest"
-      # One event, numbered after its lease's newest (seq); then the lease's events that fall out of its newest
-      # keep_events (found by the lease's index from the new event's seq: one, but those the fenced writes logged
-      # since too, which prune nothing), and of the log's two oldest events those more than max_age seconds before
-      # the new one: constant work. The derived tables (materialized: LIMIT) let a statement read the
-      # table it deletes from. Only the store's own READ COMMITTED transactions prune (their reads take no locks).
-      LOG_EVENT = "INSERT INTO lease_machines_events (resource, slot, seq, #{EVENT_COLUMNS}) " \
-                  "SELECT %1$s, %2$d, COALESCE(MAX(seq), 0) + 1, %3$s FROM lease_machines_events " \
-                  "WHERE resource = %1$s AND slot = %2$d".freeze
-      PRUNE_LEASE = "DELETE FROM lease_machines_events WHERE resource = %1$s AND slot = %2$d AND seq <= " \
-                    "(SELECT fallen.seq FROM (SELECT seq - %3$d AS seq FROM lease_machines_events " \
-                    "WHERE id = LAST_INSERT_ID() LIMIT 1) fallen)"
-      PRUNE_OLD = "DELETE FROM lease_machines_events WHERE id IN (SELECT oldest.id FROM (SELECT id, at FROM " \
-                  "lease_machines_events ORDER BY id LIMIT 2) oldest WHERE oldest.at < %s)"
+      # What a decision reads to log its event and prune in constant work, without a lock (READ COMMITTED: the newest
+      # committed rows; its lease's events cannot change while it holds the lease's row): each slot's newest event
+      # number of the resource (the index's last entries), and the log's two oldest events (the primary key's first).
+      LAST_SEQS = "SELECT slot, MAX(seq) FROM lease_machines_events WHERE resource = %s GROUP BY slot"
+      OLDEST = "SELECT id, at FROM lease_machines_events ORDER BY id LIMIT 2"
+      # Then, with its event: the lease's events that fall out of its newest keep_events (one; more when the fenced
+      # writes since logged some, which prune nothing), as a range of the lease's index, and those of the two oldest
+      # older than max_age, by primary key. Plain ranges and keys, so that each locks only the rows it deletes.
+      PRUNE_LEASE = "DELETE FROM lease_machines_events WHERE resource = %s AND slot = %d AND seq <= %d"
+      PRUNE_IDS = "DELETE FROM lease_machines_events WHERE id IN (%s)"
       READ_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events WHERE id > %d " \
                     "ORDER BY id LIMIT %d".freeze
       READ_RESOURCE_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events " \
@@ -147,8 +144,8 @@ module LeaseMachines
       private_constant :PARAMETERS, :COLUMNS, :READ_COLUMNS, :CREATE_LOCK, :CREATE_UNLOCK, :LEASE_COLUMNS, :CLOCK,
                        :ENSURE_ROW, :LOCK_ROW, :LOCK_SLOTS, :SHARE_ROW, :SHARE_SLOT,
                        :READ_ROW, :READ_SLOT, :READ_FENCE, :READ_SLOT_FENCE, :WRITE_ROW, :WRITE_SLOT, :WRITE_FENCE,
-                       :WRITE_SLOT_FENCE, :EPOCH_READ, :WRITE_HISTORY, :EVENT_COLUMNS, :LOG_EVENT, :PRUNE_LEASE,
-                       :PRUNE_OLD, :READ_EVENTS, :READ_RESOURCE_EVENTS, :READ_LATEST_EVENTS,
+                       :WRITE_SLOT_FENCE, :EPOCH_READ, :WRITE_HISTORY, :EVENT_COLUMNS, :LAST_SEQS, :OLDEST, :PRUNE_LEASE,
+                       :PRUNE_IDS, :READ_EVENTS, :READ_RESOURCE_EVENTS, :READ_LATEST_EVENTS,
                        :READ_LATEST_RESOURCE_EVENTS, :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES,
                        :READ_SLOT_LEASES, :COUNT_LEASES, :OWN, :LAST_SEQ, :WRITE_EVENT
       # How many resources' rows a store remembers as existing (a decision on one skips the INSERT that makes it
@@ -283,12 +280,13 @@ module LeaseMachines
       # the server's clock when +clock+. Returns [row, now or nil, epoch].
       def open_request(resource, clock: false)
         literal, statements = opening_request(resource)
-        statements << format(LOCK_ROW, literal) << EPOCH_READ
+        statements << format(LOCK_ROW, literal) << format(LAST_SEQS, literal) << OLDEST << EPOCH_READ
         statements << CLOCK if clock
         results = batch(statements)
-        at = clock ? -3 : -2
+        at = clock ? -5 : -4
         row = locked_row(resource, results[at])
-        [row, clock ? microseconds(results.last) : nil, epoch_of(results[at + 1])]
+        logged(results[at + 1], results[at + 2])
+        [row, clock ? microseconds(results.last) : nil, epoch_of(results[at + 3])]
       end
 
       # Two round trips, as #open_request, for a semaphore: slot 0's row made to exist and locked, then every other
@@ -296,13 +294,15 @@ module LeaseMachines
       # too). Returns [rows, now or nil, epoch], rows[i] slot i's columns (nil: no row).
       def open_slots(resource, clock: false)
         literal, statements = opening_request(resource)
-        statements << format(LOCK_ROW, literal) << format(LOCK_SLOTS, literal) << EPOCH_READ
+        statements << format(LOCK_ROW, literal) << format(LOCK_SLOTS, literal) << format(LAST_SEQS, literal) << OLDEST
+        statements << EPOCH_READ
         statements << CLOCK if clock
         results = batch(statements)
-        at = clock ? -4 : -3
+        at = clock ? -6 : -5
         rows = [locked_row(resource, results[at])]
         results[at + 1].each { |slot, *columns| rows[slot] = columns_of(columns) }
-        [rows, clock ? microseconds(results.last) : nil, epoch_of(results[at + 2])]
+        logged(results[at + 2], results[at + 3])
+        [rows, clock ? microseconds(results.last) : nil, epoch_of(results[at + 4])]
       end
 
       # One round trip: +row+ written into +slot+ (nil: nothing changed; slot 0 is the resource's own row), the event
@@ -673,8 +673,18 @@ module LeaseMachines
       # The statements that log +event+ (the extension's columns, with a fenced write's mark appended) of the lease
       # +slot+ of the resource whose literal is +literal+, and prune.
       def log_event(literal, slot, event)
-        [format(LOG_EVENT, literal, slot, event_values(event)), format(PRUNE_LEASE, literal, slot, @keep_events),
-         format(PRUNE_OLD, literal(event[1] - @events_max_age))]
+        seq = @last_seqs.fetch(slot, 0) + 1
+        statements = [format(WRITE_EVENT, literal, slot, seq, event_values(event))]
+        statements << format(PRUNE_LEASE, literal, slot, seq - @keep_events) if seq > @keep_events
+        old = @oldest.filter_map { |id, at| id if at < event[1] - @events_max_age }
+        statements << format(PRUNE_IDS, old.join(", ")) unless old.empty?
+        statements
+      end
+
+      # What a decision's open read for its event (LAST_SEQS, OLDEST), kept for its close.
+      def logged(seqs, oldest)
+        @last_seqs = seqs.to_h
+        @oldest = oldest
       end
 
       # An event's columns (the extension's, with a fenced write's mark appended) as SQL literals.
