@@ -102,6 +102,7 @@ module LeaseMachines
       # committed rows; its lease's events cannot change while it holds the lease's row): each slot's newest event
       # number of the resource (the index's last entries), and the log's two oldest events (the primary key's first).
       LAST_SEQS = "SELECT slot, MAX(seq) FROM lease_machines_events WHERE resource = %s GROUP BY slot"
+      LAST_SEQ_0 = "SELECT 0, MAX(seq) FROM lease_machines_events WHERE resource = %s AND slot = 0"
       OLDEST = "SELECT id, at FROM lease_machines_events ORDER BY id LIMIT 2"
       # Then, with its event: the lease's events that fall out of its newest keep_events (one; more when the fenced
       # writes since logged some, which prune nothing), as a range of the lease's index, and those of the two oldest
@@ -144,7 +145,7 @@ module LeaseMachines
       private_constant :PARAMETERS, :COLUMNS, :READ_COLUMNS, :CREATE_LOCK, :CREATE_UNLOCK, :LEASE_COLUMNS, :CLOCK,
                        :ENSURE_ROW, :LOCK_ROW, :LOCK_SLOTS, :SHARE_ROW, :SHARE_SLOT,
                        :READ_ROW, :READ_SLOT, :READ_FENCE, :READ_SLOT_FENCE, :WRITE_ROW, :WRITE_SLOT, :WRITE_FENCE,
-                       :WRITE_SLOT_FENCE, :EPOCH_READ, :WRITE_HISTORY, :EVENT_COLUMNS, :LAST_SEQS, :OLDEST, :PRUNE_LEASE,
+                       :WRITE_SLOT_FENCE, :EPOCH_READ, :WRITE_HISTORY, :EVENT_COLUMNS, :LAST_SEQS, :LAST_SEQ_0, :OLDEST, :PRUNE_LEASE,
                        :PRUNE_IDS, :READ_EVENTS, :READ_RESOURCE_EVENTS, :READ_LATEST_EVENTS,
                        :READ_LATEST_RESOURCE_EVENTS, :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES,
                        :READ_SLOT_LEASES, :COUNT_LEASES, :OWN, :LAST_SEQ, :WRITE_EVENT
@@ -280,7 +281,7 @@ module LeaseMachines
       # the server's clock when +clock+. Returns [row, now or nil, epoch].
       def open_request(resource, clock: false)
         literal, statements = opening_request(resource)
-        statements << format(LOCK_ROW, literal) << format(LAST_SEQS, literal) << OLDEST << EPOCH_READ
+        statements << format(LOCK_ROW, literal) << format(LAST_SEQ_0, literal) << OLDEST << EPOCH_READ
         statements << CLOCK if clock
         results = batch(statements)
         at = clock ? -5 : -4
@@ -683,7 +684,7 @@ module LeaseMachines
 
       # What a decision's open read for its event (LAST_SEQS, OLDEST), kept for its close.
       def logged(seqs, oldest)
-        @last_seqs = seqs.to_h
+        @last_seqs = seqs.to_h.compact
         @oldest = oldest
       end
 
