@@ -30,6 +30,7 @@ class StoreMySQLFaultsTest < Minitest::Test
     make_host
     run_soak
     assert_sound(check)
+    assert_no_deadlocks
     @passed = true
   ensure
     stop_everything
@@ -37,11 +38,23 @@ class StoreMySQLFaultsTest < Minitest::Test
 
   private
 
+  # No request was a deadlock's victim. A decision locks its resource's row before anything else, and a fenced write
+  # its lease's row: requests on one resource queue on that row, and requests on different resources share no row
+  # but the event log's, where each inserts its own event and prunes by an index (constant work, the store says).
+  # A deadlock is a request that failed (StoreError) for no fault of the soak's; the server's log, kept with the
+  # histories, describes each one (innodb_print_all_deadlocks).
+  def assert_no_deadlocks
+    deadlocked = FaultHistory.load(@history_dir).ops.select { _1.outcome&.fetch("message", nil)&.include?("Deadlock") }
+    assert_empty deadlocked.first(10).map(&:to_s),
+                 "#{deadlocked.size} requests were deadlocks' victims (histories and server.log in #{@dir})"
+  end
+
   # A MariaDB server of the soak's own (the suite's is never crashed), in the checkout's tmp/mysql-PID-faults (a
   # later test process removes it if this one was killed), with the application's table of writes and the store's
-  # schema, made before the workers race to make it.
+  # schema, made before the workers race to make it; its log describes every deadlock.
   def prepare_server
-    @server = MySQLServer.new.start(dir: File.expand_path("../../tmp/mysql-#{Process.pid}-faults", __dir__))
+    @server = MySQLServer.new.start(dir: File.expand_path("../../tmp/mysql-#{Process.pid}-faults", __dir__),
+                                    settings: ["innodb-print-all-deadlocks=ON"])
     @url = @server.url
     admin { _1.query(FaultHistory::LeaseWorker::MYSQL_TABLE) }
     LeaseMachines::Store.new(@url).close
@@ -89,9 +102,11 @@ class StoreMySQLFaultsTest < Minitest::Test
 
   def named(row) = row["resource"].dup.force_encoding(Encoding::UTF_8)
 
-  # Everything stopped; the server destroyed; the histories removed after a pass (kept with LEASE_MACHINES_SOAK_KEEP).
+  # Everything stopped; the server destroyed, its log kept with the histories; those removed after a pass (kept
+  # with LEASE_MACHINES_SOAK_KEEP=1).
   def stop_everything
     stop_soak
+    FileUtils.cp(File.join(@server.dir, "server.log"), @dir) if @server&.dir && File.directory?(@dir)
     @server&.destroy
     FileUtils.rm_rf(@dir) if @passed && ENV["LEASE_MACHINES_SOAK_KEEP"] != "1"
   end
