@@ -8,6 +8,8 @@ SOAKS = {
   redis: ["test/store/redis_faults_test.rb", "/never_let/",
           "Soak the Redis store (its fence in PostgreSQL) under faults: SIGKILLed workers, Redis crashes with and " \
           "without its AOF, a host cut off"],
+  mysql: ["test/store/mysql_faults_test.rb", "/never_break/",
+          "Soak the MySQL store (MariaDB) under faults: SIGKILLed workers, server crashes (SIGKILL), a host cut off"],
   postgres_failover: ["test/store/postgresql_failover_faults_test.rb", "/never_repeat/",
                       "Soak the PostgreSQL store under failovers to an asynchronous standby that lagged: " \
                       "SIGKILLed workers, the primary stopped -m immediate, the standby promoted"],

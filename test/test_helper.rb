@@ -204,10 +204,16 @@ module LeaseMachines
     # Skip a test that needs MySQL (a MariaDB server and the mysql2 gem) where there is none, saying why; else the
     # suite's server (TestSupport.mysql), started if need be.
     def require_mysql!
+      mysql_available!
+      TestSupport.mysql
+    end
+
+    # Skip a test that needs MySQL where there is none, saying why (counted as require_mysql! counts), without the
+    # suite's server: for a test that starts servers of its own.
+    def mysql_available!
       POSTGRES_LOCK.synchronize { TestSupport.mysql_counts[:asked] += 1 }
       reason = MySQLServer.unavailable_reason
       skip "#{MYSQL_SKIP} #{reason}" if reason
-      TestSupport.mysql
     end
 
     # The URL of a new, empty database on the suite's MariaDB server (skipped where there is none).

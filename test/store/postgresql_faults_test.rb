@@ -29,15 +29,7 @@ class StorePostgreSQLFaultsTest < Minitest::Test
     prepare_database
     make_host
     run_soak
-    result = check
-    puts "\n#{result.summary}"
-    assert_empty result.violations.first(20), "#{result.violations.size} violations (histories in #{@history_dir})"
-    # The store's own event log, written in each request's transaction through the kills and crashes, is a history
-    # the core's audit finds nothing wrong with.
-    audit = LeaseMachines::Store.new(@url).then { |store| store.audit.tap { store.close } }
-    assert audit.valid?, "the event log fails the audit: #{audit.findings.first(5).map(&:to_h)}"
-    assert_operator audit.checked_events, :>=, 10, "the event log holds the soak's changes"
-    assert_soaked(result.counts)
+    assert_sound(check)
     FileUtils.rm_rf(@dir) unless ENV["LEASE_MACHINES_SOAK_KEEP"] == "1" # else kept, as after a failure
   ensure
     stop_everything

@@ -166,7 +166,7 @@ module FaultHistory
     STUCK = 1.0
     GRACE = 1.0
     # The errors a worker may see: anything else (an ArgumentError for a token the store issued, ...) is a bug.
-    EXPECTED_ERRORS = /\A(LeaseMachines::(StoreError|Fenced)|PG::\w+)\z/
+    EXPECTED_ERRORS = /\A(LeaseMachines::(StoreError|Fenced)|PG::\w+|Mysql2::Error(::\w+)?)\z/
 
     Result = Struct.new(:counts, :violations) do
       def summary
@@ -484,6 +484,16 @@ module FaultHistory
         seq bigint NOT NULL, at double precision NOT NULL DEFAULT extract(epoch FROM clock_timestamp())
       )
     SQL
+    # The same on MySQL (MariaDB), the fenced block's connection a Mysql2::Client: +at+ is SYSDATE(6), the clock
+    # when the statement runs (NOW() is the statement's start), given by the INSERT.
+    MYSQL_INSERT = "INSERT INTO writes (resource, token, worker, seq, at) " \
+                   "VALUES ('%s', %d, %d, %d, UNIX_TIMESTAMP(SYSDATE(6)))"
+    MYSQL_TABLE = <<~SQL
+      CREATE TABLE writes (
+        id bigint AUTO_INCREMENT PRIMARY KEY, resource varchar(255) NOT NULL, token bigint NOT NULL,
+        worker bigint NOT NULL, seq bigint NOT NULL, at double NOT NULL
+      ) ENGINE=InnoDB
+    SQL
     # The owner a transfer hands the lease to: nobody (no worker's owner id), so it expires.
     NOBODY = 0
     # The TTL (seconds) of the leases a worker takes while a cut is requested of it.
@@ -599,15 +609,22 @@ module FaultHistory
       resource, token = @held.values_at(:resource, :token)
       seq = @seq += 1
       result = recorded(:write, resource: resource, token: token, seq: seq) do
-        @store.fenced(resource: resource, token: token) do |connection|
-          Integer(connection.exec_params(INSERT, [resource, token, @owner, seq]).getvalue(0, 0))
-        end
+        @store.fenced(resource: resource, token: token) { |connection| insert(connection, resource, token, seq) }
       end
       @held = nil if result.is_a?(LeaseMachines::Fenced) && !@stubborn
       return false if result.is_a?(Exception)
 
       pause(0.002..0.02)
       true
+    end
+
+    # The write's row inserted on the fenced block's +connection+ (a PG::Connection or a Mysql2::Client): its id.
+    def insert(connection, resource, token, seq)
+      return Integer(connection.exec_params(INSERT, [resource, token, @owner, seq]).getvalue(0, 0)) \
+        if connection.respond_to?(:exec_params)
+
+      connection.query(format(MYSQL_INSERT, connection.escape(resource), token, @owner, seq))
+      connection.last_id
     end
 
     # Runs the block as operation +f+ of this worker, recorded: returns its result (a Decision, a write's id), or

@@ -14,7 +14,9 @@ require_relative "../../examples/support/hosts"
 # The including test defines #worker_store (the store arguments of a worker on the machine, or on the host: a Hash
 # with :url and perhaps :fence) and #crash_server (given its number, from 0); it sets @dir and @cluster (the suite's
 # PostgreSQL, where the application's table of writes is: #prepare_schema, #written_count, #fences_and_writes),
-# calls #start_soak, opens #cut_off_host (its links: #link_to), then #run_soak, and ends with #stop_soak.
+# calls #start_soak, opens #cut_off_host (its links: #link_to), then #run_soak, and ends with #stop_soak. A soak
+# whose application's table is elsewhere (the MySQL store's, in its own database: test/store/mysql_faults_test.rb)
+# defines #written_count and its own check instead.
 module FaultSoak
   RESOURCES = %w[ledger invoices reports].freeze
   WORKERS = 4
@@ -222,6 +224,18 @@ module FaultSoak
 
     puts "note: the cut-off worker tried no late write before the soak ended (#{counts[:cuts]} cuts); " \
          "nothing to refuse this run"
+  end
+
+  # The verdict of a soak whose store keeps its event log in @url's database: the checker's +result+ printed, with no
+  # violation; the store's own event log, written in each request's transaction through the kills and crashes, a
+  # history the core's audit finds nothing wrong with; and the floor of faults and writes (#assert_soaked).
+  def assert_sound(result)
+    puts "\n#{result.summary}"
+    assert_empty result.violations.first(20), "#{result.violations.size} violations (histories in #{@history_dir})"
+    audit = LeaseMachines::Store.new(@url).then { |store| store.audit.tap { store.close } }
+    assert audit.valid?, "the event log fails the audit: #{audit.findings.first(5).map(&:to_h)}"
+    assert_operator audit.checked_events, :>=, 10, "the event log holds the soak's changes"
+    assert_soaked(result.counts)
   end
 
   # A schema of the soak's own on the suite's cluster (@cluster), with the application's table of writes; @url is
