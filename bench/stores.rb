@@ -573,9 +573,13 @@ module Bench
         return "none (in process)" if row.in_process?
 
         per = row.trips.round(2)
-        text = per == per.round ? per.round.to_s : per.to_s
-        row.kind == :advisory ? "#{text} (#{(per * 2).round} per cycle)" : text
+        return plain(per) unless row.kind == :advisory || row.mysql?
+
+        "#{plain(per)} (#{plain((per * 2).round(2))} per cycle)"
       end
+
+      # A count without a fraction of zero (3, not 3.0).
+      def plain(number) = (number == number.round ? number.round : number).to_s
 
       def ratios
         lines = ["| store's time / the upsert's (Redis: `SET NX PX`'s) | lock cycles | renewals | target |",
