@@ -4,6 +4,8 @@
 # same durability and against the ones users trade durability and fencing for, all from this one process:
 #
 #   bin/rake bench:stores   # or: bin/ruby bench/stores.rb
+#   STORES=mysql bin/rake bench:stores   # only the MySQL rows (a comma-separated list of sqlite, postgresql,
+#                                        # redis, mysql; default: all)
 #
 # - LeaseMachines::Store on SQLite (WAL, synchronous FULL, a file under tmp/), and a one-statement SQLite upsert
 #   lease with the same pragmas (INSERT ... ON CONFLICT DO UPDATE ... WHERE expired; DELETE to release; UPDATE to
@@ -19,16 +21,20 @@
 #   COMMIT sent again, with no read and no decision: the floor of its decisions), SET NX PX with a
 #   compare-and-delete script (EVAL), and a redlock-style single-instance lock (EVALSHA scripts, a random value, the
 #   validity check);
+# - LeaseMachines::Store on MySQL over a Unix socket and over TCP (a throwaway MySQLServer, MariaDB, under tmp/:
+#   innodb_flush_log_at_trx_commit=1, sync_binlog=1, the binary log on), ShedLock's MySQL lease on the same server
+#   (an UPDATE that takes an expired row, one round trip in autocommit, after a first INSERT IGNORE), and
+#   with_advisory_lock through ActiveRecord's mysql2 adapter (GET_LOCK(name, 0) / RELEASE_LOCK: session state);
 # - the PostgreSQL rows again over TCP through a network namespace and a veth pair with netem's delay on both ends
 #   (BENCH_NETEM_DELAY_MS each way, default 0.5: a round trip gains 1 ms). Needs root and the kernel's netem: where
 #   either is missing, those rows are skipped and the reason printed. 0 makes the link without netem.
 #
 # Every durable row commits one write per decision (checked: the store's revisions, and PostgreSQL's own count of
-# WAL flushes, pg_stat_wal). Round trips are counted on the timed connections before timing. Targets (issue #27):
-# the store's time per operation at most 1.3x the upsert's on SQLite and at most 1.5x on PostgreSQL (socket and
-# TCP), for lock cycles and renewals, and at most 2x SET NX PX + compare-and-delete's on Redis (issue #31), which
-# neither decides, fences nor keeps an event log. with_advisory_lock and redlock have no target: they are what giving
-# up durability and fencing buys.
+# WAL flushes, pg_stat_wal; on MySQL InnoDB's count of its redo log's fsyncs, Innodb_os_log_fsyncs). Round trips are
+# counted on the timed connections before timing. Targets (issue #27): the store's time per operation at most 1.3x
+# the upsert's on SQLite and at most 1.5x on PostgreSQL and MySQL (socket and TCP), for lock cycles and renewals, and
+# at most 2x SET NX PX + compare-and-delete's on Redis (issue #31), which neither decides, fences nor keeps an event
+# log. with_advisory_lock and redlock have no target: they are what giving up durability and fencing buys.
 #
 # Timing: benchmark-ips, BENCH_WARMUP (default 1 s) per report once, then BENCH_TIME (default 3 s) per report split
 # into BENCH_ROUNDS (default 9) rounds; a round times every row of a group in turn, so that the store and the upsert
@@ -44,6 +50,7 @@ require_relative "support"
 require_relative "stores_locks"
 require_relative "stores_servers"
 require_relative "../examples/support/postgres_cluster"
+require_relative "../examples/support/mysql_server"
 require "lease_machines/store"
 
 module Bench
@@ -57,7 +64,9 @@ module Bench
     CHECKS = 20
     PARTS = 500
     SLICES = 5
-    TARGETS = { sqlite: 1.3, postgresql: 1.5, redis: 2.0 }.freeze
+    TARGETS = { sqlite: 1.3, postgresql: 1.5, redis: 2.0, mysql: 1.5 }.freeze
+    # The databases whose rows run (STORES, comma-separated; default: all).
+    SELECTED = ENV.fetch("STORES", "sqlite,postgresql,redis,mysql").split(",").map { _1.strip.to_sym }
 
     # A figure from several rounds (in round order): the median, and half the interquartile range, relative.
     Rate = Data.define(:samples) do
@@ -78,12 +87,13 @@ module Bench
     # store's target against the upsert (nil: none), and the link whose namespace their connections are opened in.
     Group = Data.define(:over, :target, :locks, :link)
 
-    # One row of the table: the lock, its group, and its figures (round trips and WAL flushes per decision; nil
-    # for a lock in this process, or not on PostgreSQL).
+    # One row of the table: the lock, its group, and its figures (round trips and WAL flushes per decision, or
+    # MySQL's redo log fsyncs; nil for a lock in this process, or on neither server).
     Row = Data.define(:name, :group, :kind, :lock, :cycles, :renewals, :trips, :wal_syncs) do
       def over = group.over
       def store? = kind == :store
       def in_process? = trips.nil?
+      def mysql? = !lock.mysql_connection.nil?
       # The row of +rows+ this store's row is compared with: its group's upsert (Redis: SET NX PX).
       def upsert(rows) = rows.find { _1.group.equal?(group) && _1.kind == :upsert }
     end
@@ -134,14 +144,19 @@ module Bench
 
       # The servers and the link, each skipped (with its reason) when it cannot be had.
       def servers
-        @link = available("the PostgreSQL rows through the delayed link") do
-          DelayedLink.new(delay_ms: DELAY_MS).open.tap { |link| @closing << -> { link.close } }
+        if SELECTED.include?(:postgresql)
+          @link = available("the PostgreSQL rows through the delayed link") do
+            DelayedLink.new(delay_ms: DELAY_MS).open.tap { |link| @closing << -> { link.close } }
+          end
+          @cluster = available("the PostgreSQL rows") { postgres }
         end
-        @cluster = available("the PostgreSQL rows") { postgres }
-        @redis = available("the Redis row") do
-          require "redis-client"
-          RedisServer.new(File.join(@dir, "redis")).start.tap { |redis| @closing << -> { redis.stop } }
+        if SELECTED.include?(:redis)
+          @redis = available("the Redis row") do
+            require "redis-client"
+            RedisServer.new(File.join(@dir, "redis")).start.tap { |redis| @closing << -> { redis.stop } }
+          end
         end
+        @mysql = available("the MySQL rows") { mysql } if SELECTED.include?(:mysql)
         @notes << "sqlite:    SQLite #{SQLite3::SQLITE_VERSION} (sqlite3 gem #{SQLite3::VERSION}), files in " \
                   "#{relative(@dir)}/"
         if @redis
@@ -152,7 +167,7 @@ module Bench
 
       def available(what)
         yield
-      rescue Unavailable, PostgresCluster::Error, LoadError => e
+      rescue Unavailable, PostgresCluster::Error, MySQLServer::Error, LoadError => e
         @skipped << [what, e.message]
         nil
       end
@@ -177,6 +192,26 @@ module Bench
         cluster
       end
 
+      # A throwaway MariaDB server (its defaults: durable commits, the binary log on), in a short directory of its
+      # own (the socket's path has a bound).
+      def mysql
+        reason = MySQLServer.unavailable_reason
+        raise Unavailable, reason if reason
+
+        server = MySQLServer.new.start(dir: File.join(@dir, "mysql"))
+        @closing << -> { server.destroy }
+        @mysql_admin = server.connect
+        @closing << -> { @mysql_admin.close }
+        settings = %w[version innodb_flush_log_at_trx_commit sync_binlog log_bin].map do |name|
+          @mysql_admin.query("SELECT @@#{name}", as: :array).first.first
+        end
+        @notes << "mysql:     MariaDB #{settings[0]} in #{relative(server.dir)}, innodb_flush_log_at_trx_commit " \
+                  "#{settings[1]}, sync_binlog #{settings[2]}, log_bin #{settings[3]}"
+        require "active_record"
+        require "with_advisory_lock"
+        server
+      end
+
       def link_url = "postgresql://#{PostgresCluster::USER}@#{@link.server_address}:#{@cluster.port}/postgres"
 
       def groups
@@ -186,12 +221,18 @@ module Bench
                              ["one-statement upsert, SQLite", :upsert,
                               -> { SQLiteUpsertLock.new(File.join(@dir, "upsert.sqlite3"), resource: "bench") }]
                            ], nil)
-        list = [sqlite]
+        list = SELECTED.include?(:sqlite) ? [sqlite] : []
         if @cluster
           list << postgresql_group("Unix socket", @cluster.socket_url, TARGETS[:postgresql])
           list << postgresql_group("TCP 127.0.0.1", @cluster.url, TARGETS[:postgresql])
         end
         list << redis_group if @redis
+        if @mysql
+          socket = File.join(@mysql.dir, "mysqld.sock")
+          list << mysql_group("Unix socket (MariaDB)", @mysql.socket_url,
+                              { socket: socket, username: "root", database: MySQLServer::DATABASE })
+          list << mysql_group("TCP 127.0.0.1 (MariaDB)", @mysql.url, @mysql.options)
+        end
         if @cluster && @link
           rtt = 2 * DELAY_MS
           over = DELAY_MS.positive? ? "TCP, +#{format("%g", rtt)} ms round trip (netem)" : "TCP through a veth pair"
@@ -222,26 +263,45 @@ module Bench
 
       # The PostgreSQL rows over +url+ (each group its own resource: the renewed leases stay held).
       def postgresql_group(over, url, target, link: nil)
-        resource = "bench #{over}"
         config = PG::Connection.conninfo_parse(url).to_h { [_1[:keyword], _1[:val]] }.compact
         model = advisory_model(host: config["host"], port: Integer(config["port"]), database: config["dbname"],
                                username: config["user"])
+        server_group(over, target, url, model, link: link,
+                     names: ["PostgreSQL", "one-statement upsert (ShedLock's SQL)",
+                             "`with_advisory_lock` (ActiveRecord)"]) do |resource|
+          PostgreSQLUpsertLock.new(url, resource: resource)
+        end
+      end
+
+      # The MySQL rows over +url+ (the store's) and +options+ (Mysql2::Client's, for the others).
+      def mysql_group(over, url, options)
+        model = advisory_model(adapter: "mysql2", **options)
+        server_group(over, TARGETS[:mysql], url, model,
+                     names: ["MySQL", "one-statement upsert (ShedLock's MySQL SQL)",
+                             "`with_advisory_lock` (ActiveRecord, `GET_LOCK`)"]) do |resource|
+          MySQLUpsertLock.new(options, resource: resource)
+        end
+      end
+
+      # A server's group: the store over +url+, the upsert the block opens (given the resource), with_advisory_lock
+      # through +model+; +names+ the store's database and the other two rows' names.
+      def server_group(over, target, url, model, names:, link: nil, &upsert)
+        resource = "bench #{over}"
+        database, upsert_name, advisory_name = names
         Group.new(over, target, [
-                    ["`LeaseMachines::Store`, PostgreSQL", :store, -> { StoreLock.new(url, resource: resource) }],
-                    ["one-statement upsert (ShedLock's SQL)", :upsert,
-                     -> { PostgreSQLUpsertLock.new(url, resource: resource) }],
-                    ["`with_advisory_lock` (ActiveRecord)", :advisory,
-                     -> { AdvisoryLock.new(model, resource: resource) }]
+                    ["`LeaseMachines::Store`, #{database}", :store, -> { StoreLock.new(url, resource: resource) }],
+                    [upsert_name, :upsert, -> { upsert.call(resource) }],
+                    [advisory_name, :advisory, -> { AdvisoryLock.new(model, resource: resource) }]
                   ], link)
       end
 
       # An abstract ActiveRecord class of its own per server address (with_advisory_lock uses the class's
       # connection).
-      def advisory_model(**config)
+      def advisory_model(adapter: "postgresql", **config)
         @models = (@models || 0) + 1
         model = Class.new(ActiveRecord::Base) { self.abstract_class = true }
         Stores.const_set("AdvisoryRecord#{@models}", model)
-        model.establish_connection(adapter: "postgresql", **config)
+        model.establish_connection(adapter: adapter, **config)
         model
       end
 
@@ -257,7 +317,7 @@ module Bench
         counts = locks.to_h { |name, _, lock| [name, count(name, lock)] }
         counted = counts.map do |name, (trips, syncs)|
           "#{name.delete("`")}: #{trips ? format("%.2f", trips) : "no"} round trips" +
-            (syncs ? format(", %.2f WAL flushes", syncs) : "")
+            (syncs ? ", #{syncs.map { format("%.2f", _1) }.join(" + ")} flushes" : "")
         end
         puts "counted:   #{group.over}, per decision: #{counted.join("; ")}"
         rates = measure(locks)
@@ -270,6 +330,8 @@ module Bench
       # Checks that the lock's connection comes from where its row says: the Unix socket, 127.0.0.1, or the link's
       # far end.
       def verify_route(lock, group)
+        return verify_mysql_route(lock, group) if lock.mysql_connection
+
         connection = lock.pg_connection or return
         client = connection.exec("SELECT host(inet_client_addr())").getvalue(0, 0)
         expected = if group.link then group.link.client_address
@@ -277,6 +339,14 @@ module Bench
                    else "127.0.0.1"
                    end
         Bench.expect!("the connection of #{lock.class} over #{group.over}", client, expected)
+      end
+
+      # The same for a MySQL connection: the server's name for its client, localhost over the socket.
+      def verify_mysql_route(lock, group)
+        host = lock.mysql_connection.query("SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = " \
+                                           "CONNECTION_ID()", as: :array).first.first
+        Bench.expect!("the connection of #{lock.class} over #{group.over}", host.split(":").first,
+                      group.over.start_with?("Unix") ? "localhost" : "127.0.0.1")
       end
 
       # [round trips, WAL flushes] per decision (acquire, release, renewal: cycles count two), over CHECKS cycles and
@@ -292,16 +362,27 @@ module Bench
         decisions = CHECKS * (lock.renews? ? 3 : 2)
         Bench.expect!("#{name}: cycles and renewals that took another path", failed, 0)
         Bench.expect!("#{name}: revisions per decision", lock.revisions - revisions, decisions) if revisions
-        [trips&.fdiv(decisions), syncs && (syncs - syncs_before).fdiv(decisions)]
+        [trips&.fdiv(decisions), syncs&.zip(syncs_before)&.map { |after, before| (after - before).fdiv(decisions) }]
       end
 
-      # PostgreSQL's count of WAL flushes, once the lock's backend has reported its own (the statistics are
-      # flushed when a backend goes idle, at most once a second unless forced).
+      # [PostgreSQL's count of WAL flushes], once the lock's backend has reported its own (the statistics are
+      # flushed when a backend goes idle, at most once a second unless forced); on MySQL, [InnoDB's fsyncs, the
+      # server's own (the binary log's)], the server's counts for all sessions (only the benchmark's run there).
+      # MariaDB 10.11 has no Innodb_os_log_fsyncs: Innodb_data_fsyncs counts every fsync of InnoDB's files, and with
+      # O_DIRECT (its default) only the redo log's come per commit.
       def wal_syncs(lock)
+        return MYSQL_SYNCS.map { mysql_status(_1) } if lock.mysql_connection
+
         connection = lock.pg_connection or return
         connection.exec("SELECT pg_stat_force_next_flush()")
         sleep 0.05
-        Integer(@admin.exec("SELECT wal_sync FROM pg_stat_wal").getvalue(0, 0))
+        [Integer(@admin.exec("SELECT wal_sync FROM pg_stat_wal").getvalue(0, 0))]
+      end
+
+      MYSQL_SYNCS = %w[Innodb_data_fsyncs Syncs].freeze
+
+      def mysql_status(name)
+        Integer(@mysql_admin.query("SHOW GLOBAL STATUS LIKE '#{name}'", as: :array).first[1])
       end
 
       # benchmark-ips, ROUNDS times over every workload of the group: {[name, :cycle or :renew] => Rate}.
@@ -353,25 +434,33 @@ module Bench
           durable = profile(locks, native)
           unflushed = without_flush(locks) { profile(locks, native) }
           pair.zip(durable, unflushed) do |each, (whole, cpu, wait, server_cpu, server_wait, decided), again|
-            server = each.lock.pg_connection
+            server = each.lock.server_connection
             @profiles << Profile.new(row.over, each.name, whole, each.store? ? decided : nil, cpu, wait,
                                      server && server_cpu, server && server_wait, again.first)
           end
-          connection = upsert.lock.pg_connection
-          @round_trips[row.over] = seconds { PARTS.times { connection.exec("SELECT 1") } } / PARTS if connection
+          connection = upsert.lock.server_connection
+          @round_trips[row.over] = seconds { PARTS.times { connection.query("SELECT 1") } } / PARTS if connection
         end
       end
 
       # Runs the block with commits that do not wait for the disk: SQLite's synchronous OFF on the locks' connections
       # (left so after), PostgreSQL's fsync off for the whole server until the block is done (the store's own
-      # transactions set synchronous_commit on, whatever the session's).
+      # transactions set synchronous_commit on, whatever the session's), MySQL's innodb_flush_log_at_trx_commit 2
+      # and sync_binlog 0 (global, read at each commit) until then.
       def without_flush(locks)
         locks.filter_map(&:sqlite_connection).each { _1.execute("PRAGMA synchronous = OFF") }
         servers = locks.filter_map(&:pg_connection)
         server_fsync("off", servers) unless servers.empty?
+        mysql = locks.any?(&:mysql_connection)
+        mysql_flush(2, 0) if mysql
         yield
       ensure
         server_fsync("on", servers) unless servers.nil? || servers.empty?
+        mysql_flush(1, 1) if mysql
+      end
+
+      def mysql_flush(log, binlog)
+        @mysql_admin.query("SET GLOBAL innodb_flush_log_at_trx_commit = #{log}, GLOBAL sync_binlog = #{binlog}")
       end
 
       # Sets the server's fsync and waits until every one of +connections+ has read it (a backend reloads its
@@ -394,7 +483,7 @@ module Bench
         sums = locks.map { Array.new(6, 0.0) }
         SLICES.times do
           locks.each_with_index do |lock, index|
-            tasks = ["thread-self", lock.pg_connection&.backend_pid]
+            tasks = ["thread-self", server_task(lock)]
             native[0] = 0.0
             before = tasks.flat_map { schedstat(_1) }
             whole = seconds { (PARTS / SLICES).times { lock.cycle } }
@@ -405,8 +494,23 @@ module Bench
         sums.map { |sum| sum.map { _1 / (2 * PARTS) } }
       end
 
-      # [time on a CPU, time waiting for one] of a task so far, in nanoseconds (CONFIG_SCHED_INFO); zeros for none.
-      def schedstat(task) = task ? File.read("/proc/#{task}/schedstat").split.first(2).map { Integer(_1) } : [0, 0]
+      # The server's task that answers +lock+: PostgreSQL's backend; on MySQL, every thread of mariadbd (a thread
+      # per connection, and the server's own: the redo log's writer among them), as an Array of tasks.
+      def server_task(lock)
+        return Dir.glob("/proc/#{@mysql.pid}/task/*").map { _1.delete_prefix("/proc/") } if lock.mysql_connection
+
+        lock.pg_connection&.backend_pid
+      end
+
+      # [time on a CPU, time waiting for one] of a task (or the sum of an Array of tasks) so far, in nanoseconds
+      # (CONFIG_SCHED_INFO); zeros for none, or for a thread that ended.
+      def schedstat(task)
+        return task.map { schedstat(_1) }.transpose.map(&:sum) if task.is_a?(Array)
+
+        task ? File.read("/proc/#{task}/schedstat").split.first(2).map { Integer(_1) } : [0, 0]
+      rescue Errno::ENOENT, Errno::ESRCH
+        [0, 0]
+      end
 
       def seconds
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
@@ -449,20 +553,33 @@ module Bench
 
       # What the check before timing counted on the timed connections: PostgreSQL's WAL flushes per decision.
       def counted
-        flushes = @rows.select(&:wal_syncs).group_by(&:name).map do |name, rows|
-          "#{name} #{rows.map { format("%.2f", _1.wal_syncs) }.uniq.join(" to ")}"
-        end
-        pressure = @pressure ? " Tasks waited for a CPU #{Stores.percent(@pressure)} of the run (PSI)." : ""
-        wrap("WAL flushes per decision (`pg_stat_wal`, counted before timing): #{flushes.join(", ")}.#{pressure}")
+        mysql, postgresql = @rows.select(&:wal_syncs).partition(&:mysql?).map { flushes(_1) }
+        lines = []
+        lines << "WAL flushes per decision (`pg_stat_wal`, counted before timing): #{postgresql}." if postgresql
+        lines << "MariaDB's fsyncs per decision, the redo log's + the binary log's (`Innodb_data_fsyncs` + " \
+                 "`Syncs`, counted before timing): #{mysql}." if mysql
+        lines << "Tasks waited for a CPU #{Stores.percent(@pressure)} of the run (PSI)." if @pressure
+        wrap(lines.join(" "))
+      end
+
+      # Each lock's count per decision (the range over its groups), or nil for no rows.
+      def flushes(rows)
+        rows.group_by(&:name).map do |name, same|
+          "#{name} #{same.map { |row| row.wal_syncs.map { format("%.2f", _1) }.join(" + ") }.uniq.join(" to ")}"
+        end.join(", ").then { _1.empty? ? nil : _1 }
       end
 
       def trips(row)
         return "none (in process)" if row.in_process?
 
         per = row.trips.round(2)
-        text = per == per.round ? per.round.to_s : per.to_s
-        row.kind == :advisory ? "#{text} (#{(per * 2).round} per cycle)" : text
+        return plain(per) unless row.kind == :advisory || row.mysql?
+
+        "#{plain(per)} (#{plain((per * 2).round(2))} per cycle)"
       end
+
+      # A count without a fraction of zero (3, not 3.0).
+      def plain(number) = (number == number.round ? number.round : number).to_s
 
       def ratios
         lines = ["| store's time / the upsert's (Redis: `SET NX PX`'s) | lock cycles | renewals | target |",

@@ -27,6 +27,8 @@ module Bench
       # #send_query is a simple query, whose results are then read).
       PG = %i[exec query send_query async_exec sync_exec exec_params async_exec_params sync_exec_params exec_prepared
               async_exec_prepared sync_exec_prepared prepare async_prepare sync_prepare pipeline_sync].freeze
+      # Mysql2::Client's (a query's later results, #next_result, come in the same round trip).
+      MYSQL = %i[query prepare ping set_server_option].freeze
       REDIS = %i[call call_v call_once call_once_v blocking_call blocking_call_v pipelined multi].freeze
 
       attr_accessor :count
@@ -55,6 +57,12 @@ module Bench
 
       # The SQLite3::Database of this lock (nil: not SQLite).
       def sqlite_connection = nil
+
+      # The Mysql2::Client of this lock's client, for the server's statistics (nil: not MySQL).
+      def mysql_connection = nil
+
+      # The connection to a server this lock decides on (nil: in process).
+      def server_connection = pg_connection || mysql_connection
     end
 
     # LeaseMachines::Store: a durable lease with a fencing token, one transaction per decision (+options+: the
@@ -71,6 +79,7 @@ module Bench
         @token = @store.acquire(resource: @renewed, owner: OWNER, ttl: TTL).lease.token
         @round_trips = RoundTrips.new(pg_connection, RoundTrips::PG) if pg_connection
         @round_trips = RoundTrips.new(database, RoundTrips::REDIS) if redis?
+        @round_trips = RoundTrips.new(mysql_connection, RoundTrips::MYSQL) if mysql_connection
         @fenced = !redis? || options.key?(:fence)
       end
 
@@ -81,6 +90,7 @@ module Bench
       def fences? = @fenced
       def pg_connection = @store.adapter_name == :postgresql ? @store.database : nil
       def sqlite_connection = @store.adapter_name == :sqlite ? @store.database : nil
+      def mysql_connection = @store.adapter_name == :mysql ? @store.database : nil
 
       def cycle
         decision = @store.acquire(resource: @resource, owner: OWNER, ttl: TTL)
@@ -322,20 +332,74 @@ module Bench
       def close = @connection.close
     end
 
-    # with_advisory_lock through ActiveRecord's postgresql adapter: a session-level advisory lock taken and given
-    # back around an empty block (pg_try_advisory_lock, pg_advisory_unlock). Nothing is written, and the lock ends
-    # with the session: no renewal, no token.
+    # The one-statement MySQL lease as ShedLock takes it (its JdbcTemplate provider's MySQL SQL with the server's
+    # time, UTC_TIMESTAMP(3)): the row made once by an INSERT IGNORE (ShedLock remembers the names it has made and
+    # goes straight to the UPDATE after), then an UPDATE that takes an expired row to acquire, an UPDATE that ends
+    # the lock at the server's now to release, and an UPDATE of a live row to renew (ShedLock's extend). Autocommit:
+    # each statement is its own transaction, committed with the server's innodb_flush_log_at_trx_commit and
+    # sync_binlog, one round trip. Affected rows are found rows (CLIENT_FOUND_ROWS, as Connector/J reports them), so
+    # that a renewal in the same millisecond as the last counts as one.
+    class MySQLUpsertLock < Lock
+      SCHEMA = <<~SQL
+        CREATE TABLE IF NOT EXISTS shedlock (name VARCHAR(64) NOT NULL, lock_until TIMESTAMP(3) NOT NULL,
+          locked_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), locked_by VARCHAR(255) NOT NULL,
+          PRIMARY KEY (name))
+      SQL
+      NOW = "UTC_TIMESTAMP(3)"
+      UNTIL = "TIMESTAMPADD(MICROSECOND, %<micros>d, #{NOW})".freeze
+      INSERT = "INSERT IGNORE INTO shedlock (name, lock_until, locked_at, locked_by) " \
+               "VALUES ('%<name>s', #{UNTIL}, #{NOW}, '%<by>s')".freeze
+      ACQUIRE = "UPDATE shedlock SET lock_until = #{UNTIL}, locked_at = #{NOW}, locked_by = '%<by>s' " \
+                "WHERE name = '%<name>s' AND lock_until <= #{NOW}".freeze
+      RELEASE = "UPDATE shedlock SET lock_until = #{NOW} WHERE name = '%<name>s' AND locked_by = '%<by>s'".freeze
+      RENEW = "UPDATE shedlock SET lock_until = #{UNTIL} WHERE name = '%<name>s' AND locked_by = '%<by>s' " \
+              "AND lock_until > #{NOW}".freeze
+
+      def initialize(options, resource:)
+        super()
+        @connection = ::Mysql2::Client.new(**options, flags: ::Mysql2::Client::FOUND_ROWS)
+        @connection.query(SCHEMA)
+        held, renewed = [resource, "#{resource}/renewed"].map do |name|
+          values = { name: @connection.escape(name), by: "bench-#{OWNER}", micros: (TTL * 1_000_000).round }
+          @connection.query(format(INSERT, values)) # acquired: ShedLock's first lock of a name
+          values
+        end
+        @acquire, @release = [ACQUIRE, RELEASE].map { format(_1, held) }
+        @renew_sql = format(RENEW, renewed)
+        @connection.query(@release)
+        @round_trips = RoundTrips.new(@connection, RoundTrips::MYSQL)
+      end
+
+      def mysql_connection = @connection
+
+      def cycle = update(@acquire) && update(@release)
+      def renew = update(@renew_sql)
+      def close = @connection.close
+
+      private
+
+      def update(sql)
+        @connection.query(sql)
+        @connection.affected_rows == 1
+      end
+    end
+
+    # with_advisory_lock through ActiveRecord's postgresql or mysql2 adapter: a session-level advisory lock taken and
+    # given back around an empty block (pg_try_advisory_lock, pg_advisory_unlock; MySQL's GET_LOCK(name, 0),
+    # RELEASE_LOCK). Nothing is written, and the lock ends with the session: no renewal, no token.
     class AdvisoryLock < Lock
       def initialize(model, resource:)
         super()
         @model = model
         @resource = resource
-        @round_trips = RoundTrips.new(pg_connection, RoundTrips::PG)
+        @mysql = @model.lease_connection.adapter_name.match?(/mysql/i)
+        @round_trips = RoundTrips.new(server_connection, @mysql ? RoundTrips::MYSQL : RoundTrips::PG)
       end
 
       def renews? = false
       def durable? = false
-      def pg_connection = @model.lease_connection.raw_connection
+      def pg_connection = @mysql ? nil : @model.lease_connection.raw_connection
+      def mysql_connection = @mysql ? @model.lease_connection.raw_connection : nil
 
       def cycle = @model.with_advisory_lock(@resource) { true } == true
 

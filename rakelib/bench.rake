@@ -37,8 +37,9 @@ namespace :bench do
     sh FileUtils::RUBY, "-Ilib", "bench/web.rb"
   end
 
-  desc "Lock cycles and renewals per second of the SQLite and PostgreSQL stores against one-statement upserts, " \
-       "with_advisory_lock and Redis, on throwaway servers (prints the README's tables; about two minutes)"
+  desc "Lock cycles and renewals per second of the SQLite, PostgreSQL and MySQL stores against one-statement " \
+       "upserts, with_advisory_lock and Redis, on throwaway servers (STORES=mysql,...: only those; prints the " \
+       "README's tables; about two minutes)"
   task stores: :compile do
     sh FileUtils::RUBY, "-Ilib", "bench/stores.rb"
   end
