@@ -238,12 +238,14 @@ module LeaseMachines
       end
 
       def close
+        @closed = true
         @broken = false
         @connection.closed? || @connection.close
       end
 
-      # Closed, by #close or by the application: not by a lost connection.
-      def closed? = @connection.closed? && !@broken
+      # Closed by #close, or, an application's connection, by the application. A connection the store opened that
+      # mysql2 closed after losing it is not: the next request opens a new one (#check!).
+      def closed? = @closed || (!@owned && @connection.closed?)
 
       # Raises StoreError when the connection was lost; one the store opened is opened anew first.
       def check!
@@ -260,8 +262,6 @@ module LeaseMachines
         end
       end
 
-      # On a connection the store opened, whether its own transaction is open; on an application's, the server's
-      # answer (one round trip).
       # Whether a transaction is open on the connection, the application's too (a BEGIN sent on Store#database). A
       # connection the store opened tracks its transaction state (session_track_transaction_info): the last answer
       # says it when it changed, and costs nothing; else (and on an application's connection) the server is asked,
