@@ -156,25 +156,6 @@ class MySQLServer
     self
   end
 
-  # Stops the server (SIGKILL by default: a crash) and starts it again on the same port and data.
-  def restart(mode: :immediate)
-    raise Error, "#{self}: not started" unless @dir
-
-    stop(mode: mode)
-    launch
-    self
-  end
-
-  # Stops the server and removes its directory.
-  def destroy
-    return self unless @dir
-
-    stop(mode: :fast)
-    FileUtils.rm_rf(@dir)
-    @dir = @port = nil
-    self
-  end
-
   def to_s = "MySQLServer(#{@dir ? "#{@dir}, port #{@port}" : "not started"})"
 
   private

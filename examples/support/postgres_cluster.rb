@@ -172,26 +172,6 @@ class PostgresCluster
     self
   end
 
-  # Stops the server (immediately by default: a crash, for fault tests) and starts it again on the same port and
-  # data directory.
-  def restart(mode: :immediate)
-    raise Error, "#{self}: not started" unless @dir
-
-    stop(mode: mode)
-    launch
-    self
-  end
-
-  # Stops the server and removes its directory; the cluster can then be started again, anywhere.
-  def destroy
-    return self unless @dir
-
-    stop(mode: :fast)
-    FileUtils.rm_rf(@dir)
-    @dir = @port = nil
-    self
-  end
-
   def to_s = "PostgresCluster(#{@dir ? "#{@dir}, port #{@port}" : "not started"})"
 
   private

@@ -47,11 +47,13 @@ module LeaseMachines
     class Adapter
       # Every SQL database here keeps signed 64-bit integers: the store refuses to issue tokens above this.
       MAX_INTEGER = 2**63 - 1
+      # How many resources' rows a server adapter remembers as existing (#learn).
+      KNOWN_ROWS = 4096
 
       # The instance methods every adapter implements (Adapter's raise NotImplementedError).
       REQUIRED = %i[close closed? check! in_transaction? check_name! open_request close_request open_slots close_slots
                     next_epoch open_fence close_fence refuse_fence ended_inside? rollback_own rollback_to_savepoint
-                    retain_events events latest_events changes event_counts leases lease_count server_now read_row
+                    events latest_events changes event_counts leases lease_count server_now read_row
                     read_fence].freeze
       # The class methods every adapter implements: its name, its driver's errors, whether it takes a database
       # argument, how it names one in a message (never with a password), and what a fenced write joined to an
@@ -75,6 +77,14 @@ module LeaseMachines
 
       # The connection (the driver's object) and what names it in messages (never a password).
       attr_reader :connection, :name
+
+      # How much of the event log is kept: +per_lease+ events of each lease (Integer), none older than +max_age+
+      # Float seconds before the newest event's +at+. Kept for the adapter's own pruning; an adapter that prunes
+      # otherwise (SQLite's trigger) overrides it.
+      def retain_events(per_lease:, max_age:)
+        @keep_events = Integer(per_lease)
+        @events_max_age = Float(max_age)
+      end
 
       # What the database promises of a committed decision, when that is more than "durable on commit": the Redis
       # adapter's Redis::Durability; nil for the SQL adapters, which commit durably.
@@ -143,6 +153,23 @@ module LeaseMachines
 
       def refuse(why)
         raise StoreError, "#{@name} is not a lease store of this version: #{why}"
+      end
+
+      # The request an open began (#open_request, #open_slots: [resource, what its close needs...]), ended: what its
+      # close needs, or StoreError for a close without its open.
+      def ended_request(resource)
+        opened, *parts = @request
+        @request = nil
+        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
+
+        parts
+      end
+
+      # Remembers that +resource+'s row exists (a committed request made it or saw it): a decision on it then skips
+      # the statement that makes it exist. Past KNOWN_ROWS names, all are forgotten and learnt again.
+      def learn(resource)
+        @known_rows.clear if @known_rows.size >= KNOWN_ROWS
+        @known_rows[resource] = true
       end
 
       # A copy of +row+ with the owners at +indexes+ read back from two's complement (a lease row's: 0).

@@ -149,9 +149,6 @@ module LeaseMachines
                        :PRUNE_IDS, :READ_EVENTS, :READ_RESOURCE_EVENTS, :READ_LATEST_EVENTS,
                        :READ_LATEST_RESOURCE_EVENTS, :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES,
                        :READ_SLOT_LEASES, :COUNT_LEASES, :OWN, :LAST_SEQ, :WRITE_EVENT
-      # How many resources' rows a store remembers as existing (a decision on one skips the INSERT that makes it
-      # exist); past that, it forgets them all and learns again.
-      KNOWN_ROWS = 4096
       # How each query's rows come back, whatever the connection's own query options say.
       QUERY_OPTIONS = { as: :array, cast: true, cast_booleans: false, symbolize_keys: false, cache_rows: false,
                         stream: false }.freeze
@@ -312,9 +309,7 @@ module LeaseMachines
       # with the history, in the same transaction. A connection lost on the way raises StoreError saying that
       # whether the transaction committed is unknown.
       def close_slots(resource, slot, row, event, issued = nil)
-        opened, literal, known = @request
-        @request = nil
-        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
+        literal, known = ended_request(resource)
 
         statements = []
         statements << format(WRITE_HISTORY, @new_epoch, @history_literal) if issued && @new_epoch
@@ -330,9 +325,7 @@ module LeaseMachines
       # One round trip: a decision whose token would open token epoch +opened+ writes nothing but that epoch,
       # recorded in the server's history, and commits. Returns CONFLICT: the request is decided again, in that epoch.
       def next_epoch(resource, opened)
-        request, = @request
-        @request = nil
-        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless request == resource
+        ended_request(resource)
 
         epoch = [opened, @new_epoch || 0].max
         finish([format(WRITE_HISTORY, epoch, @history_literal), "COMMIT"])
@@ -381,13 +374,6 @@ module LeaseMachines
       def refuse_fence(resource, savepoint:, event:, slot: 0)
         finish([fenced_event(hex(resource), slot, event), *fence_end(savepoint)])
         @transaction = false unless savepoint
-      end
-
-      # How much of the event log is kept: +per_lease+ events of each lease (Integer), none older than +max_age+
-      # Float seconds before the newest event's +at+.
-      def retain_events(per_lease:, max_age:)
-        @keep_events = Integer(per_lease)
-        @events_max_age = Float(max_age)
       end
 
       # Up to +limit+ events after id +after+ (of +resource+, or every resource's for nil), oldest first, as the
@@ -758,10 +744,6 @@ module LeaseMachines
         columns_of(row)
       end
 
-      def learn(resource)
-        @known_rows.clear if @known_rows.size >= KNOWN_ROWS
-        @known_rows[resource] = true
-      end
 
       # The server's name for its history, read once per connection (a reconnect may reach another server): MySQL's
       # server_uuid, MariaDB's server_id (MariaDB has no server_uuid).

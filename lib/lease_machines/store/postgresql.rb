@@ -83,9 +83,6 @@ module LeaseMachines
       # connection is closed and the request raises StoreError (a server that stopped answering cannot hold a
       # request, whose interrupts are deferred, forever).
       ANSWER_MARGIN = 30.0
-      # How many resources' rows a store remembers as existing (a decision on one skips the INSERT that makes it
-      # exist); past that, it forgets them all and learns again.
-      KNOWN_ROWS = 4096
 
       def self.adapter_name = :postgresql
 
@@ -257,9 +254,7 @@ module LeaseMachines
       # A decision that +issued+ a token in a history of the server other than the token epoch's records the epoch it
       # was decided in (#epoch_of) with the history, in the same transaction.
       def close_slots(resource, slot, row, event, issued = nil)
-        opened, name, known = @request
-        @request = nil
-        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless opened == resource
+        name, known = ended_request(resource)
 
         statements = []
         statements << format(WRITE_HISTORY_LITERAL, @new_epoch.to_s, @history_literal) if issued && @new_epoch
@@ -276,9 +271,7 @@ module LeaseMachines
       # the one a first grant in a new history takes), and commits. Returns CONFLICT: the request is decided again,
       # in that epoch.
       def next_epoch(resource, opened)
-        request, = @request
-        @request = nil
-        raise StoreError, "#{@name}: a request's end without its start (#{resource.inspect})" unless request == resource
+        ended_request(resource)
 
         epoch = [opened, @new_epoch || 0].max
         finish { simple([format(WRITE_HISTORY_LITERAL, epoch.to_s, @history_literal), "COMMIT"]) }
@@ -329,13 +322,6 @@ module LeaseMachines
       def refuse_fence(resource, savepoint:, event:, slot: 0)
         @fence_transactions.delete(savepoint || :own)
         finish([[event_literal(@connection.escape_literal(resource), slot, event)]] + fence_end(savepoint))
-      end
-
-      # How much of the event log is kept: +per_lease+ events of each lease (Integer), none older than +max_age+
-      # Float seconds before the newest event's +at+.
-      def retain_events(per_lease:, max_age:)
-        @keep_events = Integer(per_lease)
-        @events_max_age = Float(max_age)
       end
 
       # Up to +limit+ events after id +after+ (of +resource+, or every resource's for nil), oldest first, each as

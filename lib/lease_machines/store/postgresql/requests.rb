@@ -99,10 +99,6 @@ module LeaseMachines
         statements.freeze
       end
 
-      def learn(resource)
-        @known_rows.clear if @known_rows.size >= KNOWN_ROWS
-        @known_rows[resource] = true
-      end
 
       # The UPDATE of the row named +name+ (quoted by libpq) to +row+ as SQL: integers written by Integer#to_s,
       # doubles by Float#to_s (the shortest text that reads back as the same double, quoted: Infinity and NaN too),
