@@ -233,6 +233,8 @@ class StoreMySQLTest < Minitest::Test
     state = app.query("SELECT @@innodb_lock_wait_timeout, @@tx_isolation, @lease_machines_wait, @@in_transaction",
                       as: :array).first
     assert_equal [17, "SERIALIZABLE", nil, 0], state
+    app.query("SELECT 1; SELECT 2") # opened with MULTI_STATEMENTS, and still taking several statements
+    app.store_result while app.next_result
   end
 
   def test_a_lock_wait_is_bounded_by_the_busy_timeout

@@ -6,11 +6,13 @@ module LeaseMachines
     # in at most two round trips (several statements per round trip), and read and write the store's InnoDB tables.
     # It makes no decision (the extension does) and knows no lease rule.
     #
-    # Every read a decision or a fenced write depends on is a locking read, which sees the newest committed row
-    # whatever the transaction's isolation (MySQL's REPEATABLE READ would otherwise answer an application's
-    # transaction from the snapshot of its first read): a decision locks the resource's row FOR UPDATE, a fenced write
-    # LOCK IN SHARE MODE (no grant of the resource commits before the write has) and its fence mark FOR UPDATE. The
-    # store's own transactions run READ COMMITTED. The server's clock (UTC_TIMESTAMP(6), microseconds) is read in a
+    # The lease's row, which every decision and fence check depends on, is read with a locking read, which sees the
+    # newest committed row whatever the transaction's isolation (MySQL's REPEATABLE READ would otherwise answer an
+    # application's transaction from the snapshot of its first read): a decision locks it FOR UPDATE, a fenced write
+    # LOCK IN SHARE MODE (no grant of the resource commits before the write has). The fence mark and the token epoch
+    # are plain reads: a mark is never above the live lease's token, which the locked row holds, and an epoch read
+    # from an older snapshot names an older history, which moves a fence check to the next epoch (refusing more, never
+    # less), as PostgreSQL reads both. The store's own transactions run READ COMMITTED. The server's clock (UTC_TIMESTAMP(6), microseconds) is read in a
     # statement after the locks. Lock waits are bounded by innodb_lock_wait_timeout, whole seconds (the busy timeout
     # rounded up, at least 1). On a connection the store opens these are the session's settings; on an application's
     # connection each request sets what it needs and puts back what it found, so that no session state is left
@@ -91,9 +93,9 @@ module LeaseMachines
                     "ON DUPLICATE KEY UPDATE highest = VALUES(highest)"
       WRITE_SLOT_FENCE = "INSERT INTO lease_machines_slot_fences (resource, slot, highest) VALUES (%s, %d, %d) " \
                          "ON DUPLICATE KEY UPDATE highest = VALUES(highest)"
-      # The token epoch in force and the history it was taken in (a locking read: the newest committed, whatever the
-      # isolation). The server's own name for its history is read once per connection (#history).
-      EPOCH_READ = "SELECT epoch, history FROM lease_machines_history WHERE id = 1 LOCK IN SHARE MODE"
+      # The token epoch in force and the history it was taken in: a plain read, which waits for no lock (see the class
+      # comment). The server's own name for its history is read once per connection (#history).
+      EPOCH_READ = "SELECT epoch, history FROM lease_machines_history WHERE id = 1"
       WRITE_HISTORY = "INSERT INTO lease_machines_history (id, epoch, history) VALUES (1, %d, %s) " \
                       "ON DUPLICATE KEY UPDATE epoch = GREATEST(epoch, VALUES(epoch)), history = VALUES(history)"
       EVENT_COLUMNS = "kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, " \
@@ -252,6 +254,7 @@ module LeaseMachines
         begin
           @connection.close unless @connection.closed?
           @connection = connect
+          @history = nil # the new connection may reach another server (a promoted replica): its history is read again
           @broken = false
           @transaction = false
         rescue ::Mysql2::Error => e
@@ -304,7 +307,7 @@ module LeaseMachines
       end
 
       # One round trip: +row+ written into +slot+ (nil: nothing changed; slot 0 is the resource's own row), the event
-      # logged and the log pruned, and COMMIT (and the lock wait put back, on an application's connection). A
+      # logged and the log pruned, and COMMIT. A
       # decision that +issued+ a token in a history other than the token epoch's records the epoch it was decided in
       # with the history, in the same transaction. A connection lost on the way raises StoreError saying that
       # whether the transaction committed is unknown.
@@ -442,7 +445,8 @@ module LeaseMachines
           # leaves it open): ROLLBACK, which changes nothing when none is.
           was = @transaction
           @connection.query("ROLLBACK")
-          idle_again.each { @connection.query(_1) }
+          @fence_idle = true # whatever its close got to: the idle limit is set again
+          idle_again.each { @connection.query(_1) } if @idle
           @transaction = false
           return was
         end
@@ -566,8 +570,18 @@ module LeaseMachines
         raise
       end
 
+      # Whether the connection takes several statements per query: one the store opened always does; an
+      # application's when it was opened with MULTI_STATEMENTS (mysql2 keeps its +flags:+ option as given: an
+      # Integer, an Array or a String of flag names).
       def multi?
-        @owned || (@connection.query_options[:connect_flags].to_i & ::Mysql2::Client::MULTI_STATEMENTS).positive?
+        return true if @owned
+
+        flags = @connection.query_options[:flags]
+        case flags
+        when Integer then flags.anybits?(::Mysql2::Client::MULTI_STATEMENTS)
+        when Array, String then Array(flags.is_a?(String) ? flags.split : flags).map(&:to_s).include?("MULTI_STATEMENTS")
+        else false
+        end
       end
 
       # The last round trip of a transaction (with its COMMIT or RELEASE): a connection lost on the way leaves the
