@@ -12,12 +12,14 @@ module LeaseMachines
     # LOCK IN SHARE MODE (no grant of the resource commits before the write has). The fence mark and the token epoch
     # are plain reads: a mark is never above the live lease's token, which the locked row holds, and an epoch read
     # from an older snapshot names an older history, which moves a fence check to the next epoch (refusing more, never
-    # less), as PostgreSQL reads both. The store's own transactions run READ COMMITTED. The server's clock (UTC_TIMESTAMP(6), microseconds) is read in a
-    # statement after the locks. Lock waits are bounded by innodb_lock_wait_timeout, whole seconds (the busy timeout
-    # rounded up, at least 1). On a connection the store opens these are the session's settings; on an application's
-    # connection each request sets what it needs and puts back what it found, so that no session state is left
-    # behind. Names and numbers are written as literals the store formats itself (a name as its bytes in hex, a
-    # Float as the shortest text that reads back as the same double): a name is never SQL.
+    # less), as PostgreSQL reads both. The store's own transactions run READ COMMITTED. The server's clock
+    # (UTC_TIMESTAMP(6), microseconds) is read in a statement after the locks. Lock waits are bounded by
+    # innodb_lock_wait_timeout, whole seconds (the busy timeout rounded up, at least 1). On a connection the store
+    # opens these are the session's settings; on an application's connection the lock wait is set on the request's
+    # locking statement only (SET STATEMENT), and isolation for the store's own transaction only, so that no session
+    # state is left behind. Names and numbers are written as literals the store
+    # formats itself (a name as its bytes in hex, a Float as the shortest text that reads back as the same double): a
+    # name is never SQL.
     #
     # Round trips: a statement that may wait for a lock is always the first of its round trip. mysql2 waits for a
     # round trip's first result with Ruby's GVL released, but reads the results of the statements after it
@@ -147,7 +149,8 @@ module LeaseMachines
       private_constant :PARAMETERS, :COLUMNS, :READ_COLUMNS, :CREATE_LOCK, :CREATE_UNLOCK, :LEASE_COLUMNS, :CLOCK,
                        :ENSURE_ROW, :LOCK_ROW, :LOCK_SLOTS, :SHARE_ROW, :SHARE_SLOT,
                        :READ_ROW, :READ_SLOT, :READ_FENCE, :READ_SLOT_FENCE, :WRITE_ROW, :WRITE_SLOT, :WRITE_FENCE,
-                       :WRITE_SLOT_FENCE, :EPOCH_READ, :WRITE_HISTORY, :EVENT_COLUMNS, :LAST_SEQS, :LAST_SEQ_0, :OLDEST, :PRUNE_LEASE,
+                       :WRITE_SLOT_FENCE, :EPOCH_READ, :WRITE_HISTORY, :EVENT_COLUMNS, :LAST_SEQS, :LAST_SEQ_0, :OLDEST,
+                       :PRUNE_LEASE,
                        :PRUNE_IDS, :READ_EVENTS, :READ_RESOURCE_EVENTS, :READ_LATEST_EVENTS,
                        :READ_LATEST_RESOURCE_EVENTS, :READ_CHANGES, :COUNT_EVENTS, :LEASE_PAGE_COLUMNS, :READ_LEASES,
                        :READ_SLOT_LEASES, :COUNT_LEASES, :OWN, :LAST_SEQ, :WRITE_EVENT
@@ -579,7 +582,8 @@ module LeaseMachines
         flags = @connection.query_options[:flags]
         case flags
         when Integer then flags.anybits?(::Mysql2::Client::MULTI_STATEMENTS)
-        when Array, String then Array(flags.is_a?(String) ? flags.split : flags).map(&:to_s).include?("MULTI_STATEMENTS")
+        when Array, String
+          Array(flags.is_a?(String) ? flags.split : flags).map(&:to_s).include?("MULTI_STATEMENTS")
         else false
         end
       end
