@@ -12,10 +12,11 @@ require_relative "store/mysql"
 require_relative "store/redis"
 
 module LeaseMachines
-  # A durable authority over a database, keeping the core's persistence contract, on SQLite (one machine) or
-  # PostgreSQL (many). The shape of every request is written here once; the database's own part (opening it, its
-  # transactions, reading and writing the store's tables in as few round trips as it can) is an adapter (Store::SQLite,
-  # Store::PostgreSQL). The extension makes every decision, in one native call per request.
+  # A durable authority over a database, keeping the core's persistence contract, on SQLite (one machine),
+  # PostgreSQL or MySQL/MariaDB (many), or Redis. The shape of every request is written here once; the database's own
+  # part (opening it, its transactions, reading and writing the store's tables in as few round trips as it can) is an
+  # adapter on one contract (Store::Adapter: Store::SQLite, Store::PostgreSQL, Store::MySQL, Store::Redis). The
+  # extension makes every decision, in one native call per request.
   #
   # 1. One serialized history per resource: each request is one transaction that locks the resource's row (SQLite:
   #    the database's write lock; PostgreSQL: the row, READ COMMITTED), reads it, decides on it, writes the new row
@@ -61,8 +62,8 @@ module LeaseMachines
     # The most events one Store#events call returns.
     MAX_EVENTS_PAGE = 1000
 
-    # What names the database in messages: the SQLite file's path, or the PostgreSQL or Redis server and database
-    # (never a password).
+    # What names the database in messages: the SQLite file's path, or the PostgreSQL, MySQL or Redis server and
+    # database (never a password).
     def path = @adapter.name
 
     # Opens the lease store in +database+:
@@ -72,18 +73,21 @@ module LeaseMachines
     # - PostgreSQL: a +postgres://+ or +postgresql://+ URL, a libpq keyword string (+host=db1 dbname=app user=worker+:
     #   KEYWORD=value pairs, one of them libpq's), or an open PG::Connection (your application's own, for the same
     #   reason). Requires the pg gem.
+    # - MySQL or MariaDB: a +mysql2://+ or +mysql://+ URL (query parameters: socket, connect_timeout, ssl_mode, sslca,
+    #   sslcert, sslkey, sslverify; another is an ArgumentError), or an open Mysql2::Client (your application's own).
+    #   Requires the mysql2 gem; MariaDB 10.6 or newer (see Store::MySQL).
     # - Redis: a +redis://+ or +rediss://+ URL, or an open RedisClient (see Store::Redis, which takes the options
     #   +strict:+, +wait:+, +wait_timeout:+ and +fence:+ in +redis_options+; the SQL stores refuse them). Requires the
     #   redis-client gem.
     #
-    # +busy_timeout+ is how long, in Float seconds (0 to about 24 days), a request waits for another transaction's
-    # lock before raising StoreError (SQLite's busy timeout; PostgreSQL's lock_timeout, set for the request's
-    # transaction only). nil: 5 seconds for a database the store opens, and the connection's own setting for one it
-    # is given (whose other settings are left alone too; a path is opened with WAL and synchronous FULL). +clock+
-    # (anything with +call+, returning Float seconds) is what +now+ defaults to; nil: the PostgreSQL server's clock,
-    # or WALL_CLOCK for SQLite. It is called inside the request's transaction with interrupts deferred, so it must
-    # return promptly and not call the store (that raises StoreError). +clock_policy+ is the authority's (see
-    # Authority.new).
+    # +busy_timeout+ is how long, in Float seconds (0 to about 24 days), a request waits for another transaction's lock
+    # before raising StoreError (SQLite's busy timeout; PostgreSQL's lock_timeout, set for the request's transaction
+    # only; MySQL's innodb_lock_wait_timeout, whole seconds rounded up, at least 1). nil: 5 seconds for a database the
+    # store opens, and the connection's own setting for one it is given (whose other settings are left alone too; a path
+    # is opened with WAL and synchronous FULL). +clock+ (anything with +call+, returning Float seconds) is what +now+
+    # defaults to; nil: the PostgreSQL, MySQL or Redis server's clock, or WALL_CLOCK for SQLite. It is called inside the
+    # request's transaction with interrupts deferred, so it must return promptly and not call the store (that raises
+    # StoreError). +clock_policy+ is the authority's (see Authority.new).
     #
     # Every request writes one event to the store's event log, in its own transaction (see #events), which keeps
     # +keep_events+ events per lease (an Integer, 1 to 1,000,000; default KEEP_EVENTS) and none older than
@@ -162,11 +166,11 @@ module LeaseMachines
       raise ArgumentError, "events_max_age must be more than 0 seconds and finite, got #{events_max_age}"
     end
 
-    # The clock +now+ defaults to (see Store.new): nil when it is the PostgreSQL server's.
+    # The clock +now+ defaults to (see Store.new): nil when it is the database server's.
     attr_reader :clock
 
-    # The underlying connection (SQLite3::Database or PG::Connection), for the caller's own tables (inside #fenced,
-    # use the block's argument).
+    # The underlying connection (SQLite3::Database, PG::Connection, Mysql2::Client), for the caller's own tables
+    # (inside #fenced, use the block's argument).
     def database = @adapter.connection
 
     # Which database the store is on: +:sqlite+, +:postgresql+, +:mysql+ or +:redis+.
@@ -200,11 +204,12 @@ module LeaseMachines
     end
 
     # What a Redis server promises of a committed decision (Store::Redis::Durability, read when the store opened);
-    # nil for SQLite and PostgreSQL, which commit durably (synchronous FULL, synchronous_commit on).
-    def durability = @adapter.respond_to?(:durability) ? @adapter.durability : nil
+    # nil for the SQL stores, which commit durably (SQLite's synchronous FULL, PostgreSQL's synchronous_commit on,
+    # MySQL's innodb_flush_log_at_trx_commit=1, which the store relies on: see Store::MySQL).
+    def durability = @adapter.durability
 
     # The RedisClient::Config of a store on Redis, from which a fenced write on another SQL connection (the
-    # application's, under ActiveRecord) opens a store of its own on the same server; nil for SQLite and PostgreSQL.
+    # application's, under ActiveRecord) opens a store of its own on the same server; nil for the SQL stores.
     def redis_config = Redis === @adapter ? @adapter.client.config : nil
 
     def close = @adapter.close
@@ -329,10 +334,10 @@ module LeaseMachines
     end
 
     # Up to +limit+ leases (1 to 1000, default 100) in key order ([resource, slot], names in the database's order:
-    # SQLite's bytewise, PostgreSQL's collation; a resource's lease, then its semaphore's slots above 0), after the
-    # key +after+ (a [resource, slot] pair, such as the last one's ResourceState#key; nil from the first), of
-    # resources whose names start with +prefix+ (a String; nil for all). A frozen Array of Store::ResourceState: keyset pages, never an offset. Raises TypeError or
-    # ArgumentError for a bad argument.
+    # SQLite's and MySQL's bytewise, PostgreSQL's collation; a resource's lease, then its semaphore's slots above 0),
+    # after the key +after+ (a [resource, slot] pair, such as the last one's ResourceState#key; nil from the first), of
+    # resources whose names start with +prefix+ (a String; nil for all). A frozen Array of Store::ResourceState: keyset
+    # pages, never an offset. Raises TypeError or ArgumentError for a bad argument.
     def resources(after: nil, limit: 100, prefix: nil)
       limit = page_limit(limit, 1000)
       prefix = nil.equal?(prefix) ? "" : resource_prefix(prefix)
@@ -348,8 +353,8 @@ module LeaseMachines
       query { @adapter.lease_count(prefix) }
     end
 
-    # The store's clock now, Float seconds: the PostgreSQL server's (unless the store has a +clock:+), or the
-    # store's +clock:+ (WALL_CLOCK by default for SQLite).
+    # The store's clock now, Float seconds: the PostgreSQL, MySQL or Redis server's (unless the store has a +clock:+),
+    # or the store's +clock:+ (WALL_CLOCK by default for SQLite).
     def now
       return @clock.call if @clock
 
