@@ -137,6 +137,16 @@ class ActiveJobSlotProcessesTest < Minitest::Test
 
   def test_a_stalled_holder_can_neither_write_into_nor_free_its_successors_slot
     stop = File.join(scratch_dir("lm-slot-stop"), "stop") # the parent's word to the other workers: finish
+    # The other worker takes its slot first: started after the stall, a slow fork and boot on a loaded machine could
+    # find the stalled slot already expired and take it (rightly), leaving nothing for the successor to show.
+    other, other_reader = worker do |lease, tell|
+      tell.call("held #{lease.slot} #{lease.token}")
+      until File.exist?(stop)
+        write(lease, "other")
+        sleep 0.05
+      end
+    end
+    assert_equal "held 0 1", line(other_reader), "the other slot, held (and renewed) all along"
     stalled, stalled_reader = worker do |lease, tell|
       write(lease, "stalled before")
       tell.call("held #{lease.slot} #{lease.token}")
@@ -150,17 +160,9 @@ class ActiveJobSlotProcessesTest < Minitest::Test
         tell.call("lost #{e.reason}")
       end
     end
-    assert_equal "held 0 1", line(stalled_reader)
+    assert_equal "held 1 1", line(stalled_reader)
     assert_predicate Process.waitpid2(stalled, Process::WUNTRACED).last, :stopped?
-    other, other_reader = worker do |lease, tell|
-      tell.call("held #{lease.slot} #{lease.token}")
-      until File.exist?(stop)
-        write(lease, "other")
-        sleep 0.05
-      end
-    end
-    assert_equal "held 1 1", line(other_reader), "the other slot, held (and renewed) all along"
-    stalled_lease = slot_lease(0)
+    stalled_lease = slot_lease(1)
     # The stalled job's slot runs out: on the store's clock (the wall clock, or the PostgreSQL server's on this host).
     assert eventually(30) { stalled_lease.expires_at <= Process.clock_gettime(Process::CLOCK_REALTIME) }
     successor, successor_reader = worker do |lease, tell|
@@ -168,14 +170,14 @@ class ActiveJobSlotProcessesTest < Minitest::Test
       tell.call("held #{lease.slot} #{lease.token}")
       sleep 0.05 until File.exist?(stop)
     end
-    assert_equal "held 0 2", line(successor_reader), "the successor took the stalled job's slot, with token 2"
+    assert_equal "held 1 2", line(successor_reader), "the successor took the stalled job's slot, with token 2"
 
     Process.kill(:CONT, stalled)
     refusal, release, done = Array.new(3) { line(stalled_reader) }
     assert_includes ["refused stale_token", "lost stale_token"], refusal, "its late write was refused"
     assert_equal ["release rejected stale_token", "done"], [release, done], "and so was its release"
     assert_predicate Process.wait2(stalled).last, :success?
-    kept = store.checkpoint(resource: resource, slot: 0).lease
+    kept = store.checkpoint(resource: resource, slot: 1).lease
     assert_equal 2, kept.token, "the successor keeps its slot"
     assert_operator kept.expires_at, :>, Time.now.to_f
     File.write(stop, "")
