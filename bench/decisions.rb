@@ -30,7 +30,7 @@
 # with no target. Performance is measured here, never asserted in tests.
 #
 # BENCH_WARMUP and BENCH_TIME set benchmark-ips' warmup and time per report (default 1 s and 3 s); BENCH_RESULTS names
-# a JSON file to write the figures to (bench/summary.rb turns such files into the README's table).
+# a JSON file to write the figures to (bench/summary.rb turns such files into docs/performance.md's table).
 
 require_relative "support"
 require_relative "agreement"

@@ -18,7 +18,8 @@
 # - holds_lease limit: 4: the same in a slot of the key's 4-slot semaphore.
 # Before timing, each job's lease-store requests (acquire, renew, release, fenced) are counted over CHECKS jobs: the
 # target is at most 3 per job that ends within its first renewal period. BENCH_WARMUP and BENCH_TIME set
-# benchmark-ips' warmup and time per job (default 1 and 3 s). The last thing printed is the README's Markdown.
+# benchmark-ips' warmup and time per job (default 1 and 3 s). The last thing printed is the Markdown of
+# docs/performance.md's table.
 
 require "fileutils"
 require_relative "support"

@@ -43,7 +43,7 @@
 # each store and its upsert run again with their time taken apart: the native decision, this thread's and the server
 # backend's time on a CPU and waiting for one (schedstat), the rest (the disk, the network), and the whole without
 # the commit's flush (SQLite's synchronous OFF, PostgreSQL's fsync off). About two minutes in all. The last thing
-# printed is the README's Markdown.
+# printed is docs/performance.md's Markdown.
 
 require "fileutils"
 require_relative "support"
@@ -525,7 +525,7 @@ module Bench
       end
     end
 
-    # The README's tables, from the rows.
+    # docs/performance.md's tables, from the rows.
     class Table
       def initialize(rows, profiles, round_trips, skipped, pressure)
         @pressure = pressure
@@ -621,7 +621,7 @@ module Bench
         @skipped.map { |what, why| "\n#{wrap("Skipped: #{what}: #{why}.")}" }
       end
 
-      # +text+ in lines of at most 120 characters, as the README's prose.
+      # +text+ in lines of at most 120 characters, as the prose of docs/performance.md.
       def wrap(text) = text.gsub(/(.{1,120})(?: +|\z)/, "\\1\n").chomp
     end
 

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-# The figures of bench/decisions.rb runs (the JSON files BENCH_RESULTS names) as one Markdown table, for README.md's
-# Performance section:
+# The figures of bench/decisions.rb runs (the JSON files BENCH_RESULTS names) as one Markdown table, for
+# docs/performance.md's "The Ruby API":
 #
 #   ruby bench/summary.rb tmp/bench/yjit-off.json tmp/bench/yjit-on.json
 #

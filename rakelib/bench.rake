@@ -38,15 +38,15 @@ namespace :bench do
   end
 
   desc "Lock cycles and renewals per second of the SQLite, PostgreSQL and MySQL stores against one-statement " \
-       "upserts, with_advisory_lock and Redis, on throwaway servers (STORES=mysql,...: only those; prints the " \
-       "README's tables; about two minutes)"
+       "upserts, with_advisory_lock and Redis, on throwaway servers (STORES=mysql,...: only those; prints " \
+       "docs/performance.md's tables; about two minutes)"
   task stores: :compile do
     sh FileUtils::RUBY, "-Ilib", "bench/stores.rb"
   end
 
   desc "Jobs per second through ActiveJob's :inline adapter with and without holds_lease (limit 1 and 4) and " \
-       "with_advisory_lock, on SQLite and a throwaway PostgreSQL, with the lease-store requests per job (prints the " \
-       "README's table; about a minute)"
+       "with_advisory_lock, on SQLite and a throwaway PostgreSQL, with the lease-store requests per job (prints " \
+       "docs/performance.md's table; about a minute)"
   task jobs: :compile do
     sh FileUtils::RUBY, "-Ilib", "bench/jobs.rb"
   end
@@ -63,5 +63,5 @@ namespace :bench do
   end
 end
 
-desc "Run the Ruby benchmarks (bench/decisions.rb) with YJIT off, then on, and print the README's table"
+desc "Run the Ruby benchmarks (bench/decisions.rb) with YJIT off, then on, and print docs/performance.md's table"
 task bench: "bench:decisions"

@@ -4,8 +4,8 @@ require "rake/testtask"
 
 # The suite, by area: test/native/ (the extension's objects: records, Authority, Fence, Holder, Table, Election,
 # Simulation), test/store/ (the SQLite, PostgreSQL and Redis stores), test/active_job/ (holds_lease, the Railtie),
-# test/cli/, test/integration/ (the stories and the binstubs, run as a user runs them), test/docs/ (README and
-# CONTRIBUTING), and test/support/ for the helpers they share besides test/test_helper.rb.
+# test/cli/, test/integration/ (the stories and the binstubs, run as a user runs them), test/docs/ (README,
+# CONTRIBUTING, the docs' links), and test/support/ for the helpers they share besides test/test_helper.rb.
 TEST_FILES = FileList["test/*/*_test.rb"]
 
 # The minitest suite against the compiled extension.
