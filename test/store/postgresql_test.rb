@@ -107,39 +107,109 @@ class StorePostgreSQLTest < Minitest::Test
     assert_operator decision.lease.expires_at, :>=, released + 30.0, "the clock was read once the lock was granted"
   end
 
-  def test_every_decision_is_two_round_trips_and_a_fence_adds_none_of_its_own
+  # A decision on a row this store's own last commit left is one round trip: the row is not read first, and the
+  # commit (lease_machines_commit_known) writes only if the row is still that one. The first request on a resource
+  # reads it (two); a fenced write is two (its check, then the block's writes with the mark and COMMIT).
+  def test_a_decision_on_the_row_this_store_left_is_one_round_trip_and_a_fence_adds_none_of_its_own
     conn = connection
     conn.singleton_class.prepend(RoundTrips)
     store = open_store(conn)
     conn.exec("CREATE TABLE report (token bigint)")
     counts = {}
-    %i[acquire renew release].each_with_index do |kind, index|
+    requests = {
+      acquire: -> { store.acquire(resource: R, owner: 7, ttl: 30.0) },
+      renew: -> { store.renew(resource: R, owner: 7, token: 1, ttl: 30.0) },
+      release: -> { store.release(resource: R, owner: 7, token: 1) },
+      acquire_again: -> { store.acquire(resource: R, owner: 7, ttl: 30.0) },
+      reacquire: -> { store.reacquire(resource: R, owner: 7, ttl: 30.0) },
+      transfer: -> { store.transfer(resource: R, owner: 7, token: 3, new_owner: 8, ttl: 30.0) },
+      refused: -> { store.renew(resource: R, owner: 7, token: 3, ttl: 30.0) }
+    }
+    decisions = requests.to_h do |kind, request|
       conn.round_trips = 0
-      token = index.zero? ? nil : 1
-      case kind
-      when :acquire then store.acquire(resource: R, owner: 7, ttl: 30.0)
-      when :renew then store.renew(resource: R, owner: 7, token: token, ttl: 30.0)
-      when :release then store.release(resource: R, owner: 7, token: token)
-      end
+      decision = request.call
       counts[kind] = conn.round_trips
+      [kind, decision]
     end
     conn.round_trips = 0
-    store.reacquire(resource: R, owner: 7, ttl: 30.0)
-    counts[:reacquire] = conn.round_trips
-    conn.round_trips = 0
-    store.transfer(resource: R, owner: 7, token: 2, new_owner: 8, ttl: 30.0)
-    counts[:transfer] = conn.round_trips
-    conn.round_trips = 0
-    store.fenced(resource: R, token: 3) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [3]) }
+    store.fenced(resource: R, token: 4) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [4]) }
     counts[:fenced] = conn.round_trips - 1 # the block's own statement
     conn.round_trips = 0
     conn.transaction do
-      store.fenced(resource: R, token: 3) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [3]) }
+      store.fenced(resource: R, token: 4) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [4]) }
       counts[:fenced_in_transaction] = conn.round_trips - 2 # BEGIN and the block's statement
     end
-    assert_equal({ acquire: 2, renew: 2, release: 2, reacquire: 2, transfer: 2, fenced: 2, fenced_in_transaction: 2 },
-                 counts)
-    assert_equal [["3"], ["3"]], conn.exec("SELECT token FROM report").values
+    assert_equal({ acquire: 2, renew: 1, release: 1, acquire_again: 1, reacquire: 1, transfer: 1, refused: 1,
+                   fenced: 2, fenced_in_transaction: 2 }, counts)
+    tokens = %i[acquire renew release acquire_again reacquire transfer].map { decisions[_1].lease&.token }
+    assert_equal [1, 1, nil, 2, 3, 4], tokens
+    assert_equal %i[rejected stale_token], [decisions[:refused].status, decisions[:refused].reason]
+    assert_equal [["4"], ["4"]], conn.exec("SELECT token FROM report").values
+    kinds = store.events(resource: R).map(&:kind)
+    assert_equal %i[acquired renewed released acquired reacquired transferred refused], kinds.first(7)
+  end
+
+  # Another store's commit moves the row: the first store's commit finds it moved, writes nothing and answers the row
+  # as it is now, and the decision is made again on that answer (two round trips), as on a row it read.
+  def test_a_row_another_store_moved_is_answered_by_the_commit_and_decided_again
+    conn = connection
+    conn.singleton_class.prepend(RoundTrips)
+    mine = open_store(conn)
+    other = open_store
+    token = mine.acquire(resource: R, owner: 7, ttl: 0.5).lease.token
+    assert eventually(5) { server_now > mine.checkpoint(resource: R).lease.expires_at }
+    taken = other.acquire(resource: R, owner: 8, ttl: 30.0)
+    assert_predicate taken, :granted?
+    conn.round_trips = 0
+    renewal = mine.renew(resource: R, owner: 7, token: token, ttl: 30.0)
+    assert_equal 2, conn.round_trips, "the commit's answer, then the commit of the decision made on it"
+    assert_equal %i[rejected stale_token], [renewal.status, renewal.reason], "decided on the row as it is now"
+    assert_equal [8, taken.lease.token], mine.checkpoint(resource: R).lease.then { [_1.owner, _1.token] }
+    conn.round_trips = 0
+    assert_predicate mine.renew(resource: R, owner: 8, token: taken.lease.token, ttl: 30.0), :renewed?
+    assert_equal 1, conn.round_trips, "its own commit left the row as it knows it"
+  end
+
+  # The instant of a decision on a known row is the server's clock as the store last read it, carried forward by
+  # this process's monotonic clock; the commit refuses one later than the server's clock, or more than a quarter
+  # second before it (a process frozen between its decision and its commit): the decision is made again at the
+  # server's clock as the commit read it.
+  def test_a_carried_clock_the_server_disagrees_with_is_refused_and_the_decision_made_at_the_servers_clock
+    conn = connection
+    conn.singleton_class.prepend(RoundTrips)
+    store = open_store(conn)
+    token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
+    adapter = store.instance_variable_get(:@adapter)
+    { "a minute ahead of the server" => 60.0, "ten seconds behind it" => -10.0 }.each do |off, seconds|
+      read, at = adapter.instance_variable_get(:@server_clock)
+      adapter.instance_variable_set(:@server_clock, [read + seconds, at])
+      conn.round_trips = 0
+      before = server_now
+      renewed = store.renew(resource: R, owner: 7, token: token, ttl: 30.0)
+      after = server_now
+      assert_equal 2, conn.round_trips, off
+      assert_operator renewed.lease.expires_at, :>=, before + 30.0, off
+      assert_operator renewed.lease.expires_at, :<=, after + 30.0, "#{off}: decided at the server's clock"
+    end
+  end
+
+  # A database whose schema an earlier version made has no lease_machines_commit_known: a store that may write its
+  # schema creates it; one that may not (migrate: false) reads every row before deciding, two round trips.
+  def test_without_the_commit_function_every_decision_reads_its_row_first
+    open_store.close
+    admin.exec("DROP FUNCTION #{@schema}.lease_machines_commit_known")
+    conn = connection
+    conn.singleton_class.prepend(RoundTrips)
+    store = open_store(conn, migrate: false)
+    token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
+    conn.round_trips = 0
+    assert_predicate store.renew(resource: R, owner: 7, token: token, ttl: 30.0), :renewed?
+    assert_equal 2, conn.round_trips
+    found = "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace " \
+            "WHERE proname = 'lease_machines_commit_known' AND nspname = '#{@schema}'"
+    assert_equal "0", admin.exec(found).getvalue(0, 0)
+    open_store(connection)
+    assert_equal "1", admin.exec(found).getvalue(0, 0), "created by a store that may write the schema"
   end
 
   def test_statements_given_up_front_make_the_whole_fenced_write_two_round_trips

@@ -7,12 +7,21 @@ require_relative "postgresql/events"
 require_relative "postgresql/token_epochs"
 require_relative "postgresql/schema"
 require_relative "postgresql/transport"
+require_relative "postgresql/known_rows"
 
 module LeaseMachines
   class Store
     # The PostgreSQL side of Store: how to reach the server, run a request's transaction in at most two round trips
     # (libpq's pipeline mode), and read and write the store's tables. It makes no decision (the extension does) and
     # knows no lease rule.
+    #
+    # A decision on a row this store's own last commit left (a renewal, a release, the next acquire of a job's own
+    # lease; up to KNOWN resources) is one round trip: the row is not read first, the instant is the server's clock
+    # as the store last read it carried forward by this process's monotonic clock, and the commit
+    # (lease_machines_commit_known, a compare-and-set in the schema) writes only if the row is still that one, the
+    # carried instant no later than the server's clock and at most CARRIED_WITHIN before it. Otherwise it writes
+    # nothing and answers the row as it is now, with the server's clock, and the decision is made again on that
+    # answer (two round trips, as with a read); a second refusal has the next attempt read under the row's lock.
     #
     # Every request runs READ COMMITTED with the resource's row locked (FOR UPDATE for a decision, FOR SHARE for a
     # fenced write), its lock waits bounded by lock_timeout (set for the transaction only), and its clock read with
@@ -169,9 +178,11 @@ module LeaseMachines
         @kept_timeouts = {}
         # The resources whose rows this store has read (the store never deletes one).
         @known_rows = {}
+        @known = {}
         @opening = decision_opening
         begin
           prepare_schema(migrate)
+          @commit_known = prepare_commit_known(migrate)
           system_identifier # read now, not in the first request's round trips
         rescue ::PG::Error, StoreError
           close if @owned
@@ -196,6 +207,7 @@ module LeaseMachines
         raise StoreError, "#{@name}: the connection to the server is broken" unless @owned
 
         begin
+          forget_known
           if @reset_failed
             @connection = connect(@url)
           else
@@ -220,20 +232,31 @@ module LeaseMachines
 
       # One round trip (a simple query): BEGIN, the transaction's settings, the resource's row made to exist
       # (unless a committed request of this store has seen it) and locked FOR UPDATE, read, with the server's clock
-      # when +clock+, and the token epoch (#epoch_of). Returns [row, now or nil, epoch].
+      # when +clock+, and the token epoch (#epoch_of). Returns [row, now or nil, epoch]. No round trip for a row this
+      # store knows (#open_known): its close commits in one.
       def open_request(resource, clock: false)
+        known = open_known(resource, clock, slots: false) { _1 }
+        return known if known
+
         name, statements = opening_request(resource)
         statements << format(LOCK_ROW_BYTES, name, clock ? CLOCK_BYTES : "") << EPOCH_READ
         system = system_identifier
         results = simple(statements)
         row = locked_row(resource, results[-2])
-        [row, clock ? bytes_float(raw(results[-2]).getvalue(0, 6)) : nil, epoch_of(results.last, system)]
+        now = clock_read(bytes_float(raw(results[-2]).getvalue(0, 6))) if clock
+        epoch = epoch_of(results.last.values.first, system)
+        @request.push(nil, nil, false, Known.new(row, epoch, @new_epoch ? nil : @history, nil))
+        [row, now, epoch]
       end
 
       # One round trip (a simple query), as #open_request's, for a semaphore: slot 0's row made to exist and locked,
       # then every other slot row of the resource, then the server's clock when +clock+. Returns [rows, now or nil],
-      # rows[i] slot i's columns (nil for a slot without a row).
+      # rows[i] slot i's columns (nil for a slot without a row). No round trip for a resource this store knows to
+      # have no slot rows (#open_known).
       def open_slots(resource, clock: false)
+        known = open_known(resource, clock, slots: true) { [_1] }
+        return known if known
+
         name, statements = opening_request(resource)
         statements << format(LOCK_ROW_BYTES, name, "") << format(LOCK_SLOTS_BYTES, name)
         statements << CLOCK_AFTER if clock
@@ -243,7 +266,10 @@ module LeaseMachines
         slots_at = clock ? -3 : -2
         rows = [locked_row(resource, results[slots_at - 1])]
         raw(results[slots_at]).values.each { |slot, *columns| rows[Integer(slot, 10)] = text_columns(columns) }
-        [rows, clock ? bytes_float(raw(results[-2]).getvalue(0, 0)) : nil, epoch_of(results.last, system)]
+        now = clock_read(bytes_float(raw(results[-2]).getvalue(0, 0))) if clock
+        epoch = epoch_of(results.last.values.first, system)
+        @request.push(nil, nil, true, Known.new(rows.first, epoch, @new_epoch ? nil : @history, rows.size == 1))
+        [rows, now, epoch]
       end
 
       # One round trip (a simple query): +row+ written into +slot+ (nil: nothing changed; slot 0 is the resource's
@@ -253,15 +279,20 @@ module LeaseMachines
       #
       # A decision that +issued+ a token in a history of the server other than the token epoch's records the epoch it
       # was decided in (#epoch_of) with the history, in the same transaction.
+      #
+      # A decision on a row this store knew without reading it is committed by #close_known instead.
       def close_slots(resource, slot, row, event, issued = nil)
-        name, known = ended_request(resource)
+        request = ended_request(resource)
+        return close_known(resource, request, slot, row, event, issued) if request[2]
 
+        name, known, _, _, _, read = request
         statements = []
         statements << format(WRITE_HISTORY_LITERAL, @new_epoch.to_s, @history_literal) if issued && @new_epoch
         statements << (slot.zero? ? write_literal(name, row) : write_slot_literal(name, slot, row)) if row
         statements << event_literal(name, slot, event)
         finish { simple(statements << "COMMIT") }
         learn(resource) unless known
+        remember_read(resource, read, slot, row, issued)
       end
 
       def close_request(resource, row, event, issued = nil) = close_slots(resource, 0, row, event, issued)
@@ -271,7 +302,7 @@ module LeaseMachines
       # the one a first grant in a new history takes), and commits. Returns CONFLICT: the request is decided again,
       # in that epoch.
       def next_epoch(resource, opened)
-        ended_request(resource)
+        return CONFLICT if ended_request(resource)[2] # decided on a known row: the next request reads
 
         epoch = [opened, @new_epoch || 0].max
         finish { simple([format(WRITE_HISTORY_LITERAL, epoch.to_s, @history_literal), "COMMIT"]) }
@@ -301,8 +332,8 @@ module LeaseMachines
         @kept_timeouts[savepoint] = results[1].getvalue(0, 0) if savepoint
         at = opening.size
         @fence_transactions[savepoint || :own] = integer(raw(results[at + 2]).getvalue(0, 0))
-        [row_of(results[at]), mark_of(results[at + 1]), clock ? float(raw(results[at + 4]).getvalue(0, 0)) : nil,
-         epoch_of(results[at + 3], system)]
+        now = clock_read(float(raw(results[at + 4]).getvalue(0, 0))) if clock
+        [row_of(results[at]), mark_of(results[at + 1]), now, epoch_of(results[at + 3].values.first, system)]
       end
 
       # One round trip: the fence mark of +resource+ raised to +token+, and the fenced write's transaction ended:

@@ -131,5 +131,66 @@ BEGIN
 END
 $$;
 
+-- Commits a decision made on a row the store knew without reading it (as its own last commit of the row left it, or
+-- as this function's last answer found it), in one statement: a compare-and-set. The resource's row is locked, and
+-- the decision is written (and its event logged) only if the row is still the one the decision was made on, column
+-- for column; if its instant was carried from an earlier reading of the server's clock, no later than the clock now
+-- and at most carried_within seconds before it; if it was made on no slot rows, none exist; and if it issued a token,
+-- the token epoch it was made in is still the recorded one, in the same history, and the server still writes that
+-- history's timeline (issued_history ends with it: "SYSTEM/TIMELINE"). Then it answers no rows. Otherwise
+-- nothing is written, and it answers the row as it is now (its doubles as float8send's bytes in hex; all NULL when the
+-- row is gone), the server's clock read after the lock, whether the resource has no slot rows, and the token epoch
+-- (as the store's decisions read it), for the store to decide again on. It compares and copies; it decides nothing.
+-- A function, so that each connection plans its statements once. Optional: a store that finds it missing (a
+-- database whose schema an earlier version made, opened with migrate: false) reads every row before deciding.
+CREATE OR REPLACE FUNCTION lease_machines_commit_known(
+  known_resource text, known_owner bigint, known_token bigint, known_expires_at double precision,
+  known_last_issued bigint, known_observed double precision, known_revision bigint, known_no_slots boolean,
+  carried_at double precision, carried_within double precision, issued_epoch bigint, issued_history text,
+  written boolean, new_owner bigint, new_token bigint, new_expires_at double precision, new_last_issued bigint,
+  new_observed double precision, new_revision bigint,
+  event_kind text, event_at double precision, event_owner bigint, event_token bigint,
+  event_expires_at double precision, event_revision bigint, event_reason text, event_replaced_owner bigint,
+  event_replaced_token bigint, event_replaced_expires_at double precision, event_highest bigint,
+  keep_events bigint, max_age double precision
+) RETURNS TABLE (
+  row_owner bigint, row_token bigint, row_expires_at text, row_last_issued bigint, row_observed text,
+  row_revision bigint, clock text, no_slots boolean, epoch bigint, history text, timeline bigint
+) LANGUAGE plpgsql AS $$
+DECLARE
+  locked lease_machines_leases%ROWTYPE;
+  now_seconds double precision;
+BEGIN
+  SELECT * INTO locked FROM lease_machines_leases l WHERE l.resource = known_resource FOR UPDATE;
+  now_seconds := extract(epoch FROM clock_timestamp());
+  IF FOUND
+     AND (locked.owner, locked.token, locked.expires_at, locked.last_issued, locked.observed, locked.revision)
+         IS NOT DISTINCT FROM
+         (known_owner, known_token, known_expires_at, known_last_issued, known_observed, known_revision)
+     AND (carried_at IS NULL OR (carried_at <= now_seconds AND carried_at >= now_seconds - carried_within))
+     AND (NOT known_no_slots OR NOT EXISTS (SELECT 1 FROM lease_machines_slots s WHERE s.resource = known_resource))
+     AND (issued_epoch IS NULL OR (EXISTS (SELECT 1 FROM lease_machines_history h
+                                           WHERE h.id = 1 AND h.epoch = issued_epoch AND h.history = issued_history)
+                                   AND right(issued_history, 8) = upper(substr(pg_walfile_name(pg_current_wal_lsn()),
+                                                                               1, 8))))
+  THEN
+    IF written THEN
+      UPDATE lease_machines_leases l SET owner = new_owner, token = new_token, expires_at = new_expires_at,
+        last_issued = new_last_issued, observed = new_observed, revision = new_revision
+      WHERE l.resource = known_resource;
+    END IF;
+    PERFORM lease_machines_log_event(known_resource, 0, event_kind, event_at, event_owner, event_token,
+      event_expires_at, event_revision, event_reason, event_replaced_owner, event_replaced_token,
+      event_replaced_expires_at, event_highest, keep_events, max_age);
+    RETURN;
+  END IF;
+  RETURN QUERY SELECT locked.owner, locked.token, encode(float8send(locked.expires_at), 'hex'), locked.last_issued,
+    encode(float8send(locked.observed), 'hex'), locked.revision, encode(float8send(now_seconds), 'hex'),
+    NOT EXISTS (SELECT 1 FROM lease_machines_slots s WHERE s.resource = known_resource), h.epoch, h.history,
+    ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint
+    FROM (SELECT 1) one LEFT JOIN lease_machines_history h ON h.id = 1;
+END
+$$;
+
 -- A format 1 database (before the event log) has just been given the log above: its format is raised.
 UPDATE lease_machines_schema SET format = 2 WHERE id = 1 AND format = 1;

@@ -39,15 +39,16 @@ module LeaseMachines
         format(LOG_EVENT_LITERAL, name, Integer(slot).to_s, *values, @keep_events.to_s, literal(@events_max_age))
       end
 
-      # +value+ as an SQL literal: NULL, an Integer, a Float exactly (float8's input reads Ruby's shortest form back
-      # to the same double), a String quoted by the connection.
+      # +value+ as an SQL literal: NULL, a boolean, an Integer, a Float exactly (float8's input reads Ruby's shortest
+      # form back to the same double), a String quoted by the connection.
       def literal(value)
         case value
         when nil then "NULL"
+        when true, false then value.to_s
         when Integer then value.to_s
         when Float then "'#{value}'::float8"
         when String then @connection.escape_literal(value)
-        else raise TypeError, "the extension wrote #{LeaseMachines.shown(value)} into an event"
+        else raise TypeError, "the extension wrote #{LeaseMachines.shown(value)} into a statement"
         end
       end
     end

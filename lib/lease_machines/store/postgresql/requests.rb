@@ -66,13 +66,12 @@ module LeaseMachines
 
       # The resource's locked row from +result+; StoreError when it is gone (deleted while the request waited for its
       # lock, or since this store's last request on it: the next request makes it exist again).
-      def locked_row(resource, result)
-        text_row_of(result) or
-          begin
-            @known_rows.delete(resource)
-            raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for " \
-                              "its lock (or since this store's last request on it); nothing was decided"
-          end
+      def locked_row(resource, result) = text_row_of(result) || row_gone!(resource)
+
+      def row_gone!(resource)
+        @known_rows.delete(resource)
+        raise StoreError, "#{@name}: the row of #{resource.inspect} was deleted while the request waited for its " \
+                          "lock (or since this store's last request on it); nothing was decided"
       end
 
       # The statements that open the store's own transaction: BEGIN and its settings; on an application's

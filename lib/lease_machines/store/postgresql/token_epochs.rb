@@ -32,16 +32,17 @@ module LeaseMachines
         @system.last
       end
 
-      # The token epoch a request decides (or a fenced write is checked) in, from EPOCH_READ's +result+ and the
+      # The token epoch a request decides (or a fenced write is checked) in, from EPOCH_READ's row (+values+) and the
       # server's +system+ identifier: the recorded epoch when it was taken in the server's history as it is now
       # ("SYSTEM/TIMELINE"); else the epoch a first grant in this history takes, one above the recorded one and at
       # least its timeline's first (the core's TokenEpoch.after, the timeline less one as its generation: an epoch
       # taken after a promotion is above one its old primary took after its own promotion but never replicated),
       # kept in @new_epoch for that grant's commit. No row and timeline 1: epoch 0, as a database that never
       # failed over issues 1, 2, 3, ...
-      def epoch_of(result, system)
-        epoch, history, timeline = result.values.first
+      def epoch_of(values, system)
+        epoch, history, timeline = values
         now = "#{system}/#{format("%08X", Integer(timeline))}"
+        @history = now
         @history_literal = @connection.escape_literal(now)
         @new_epoch = nil
         return Integer(epoch) if epoch && history == now

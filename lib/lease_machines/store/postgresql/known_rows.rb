@@ -1,0 +1,145 @@
+# frozen_string_literal: true
+
+# What the PostgreSQL store knows of a resource's row without reading it (as its own last commit of the row left it,
+# or as a refused commit's answer found it), the server's clock carried forward from its last reading, and a decision
+# on such a row committed in one round trip by lease_machines_commit_known (a compare-and-set).
+
+module LeaseMachines
+  class Store
+    class PostgreSQL < Adapter
+      # How many resources a store remembers as its last commit of each left them.
+      KNOWN = 1024
+      # How far before the server's clock (read in the commit, after the row's lock) a carried instant may be, in
+      # seconds: the round trips since the last reading, with room for a busy host (a loaded 2-core machine takes
+      # milliseconds per round trip). A decision that reads its row may commit up to IDLE_IN_DECISION after its
+      # instant; a carried one is held to far less, and a process frozen between its decision and its commit is
+      # refused, as it is there.
+      CARRIED_WITHIN = 0.25
+      COMMIT_KNOWN_LITERAL = "SELECT * FROM lease_machines_commit_known(%s)"
+      HAS_COMMIT_KNOWN = "SELECT to_regproc('lease_machines_commit_known') IS NOT NULL"
+      # The function's definition in SCHEMA, for a database whose schema an earlier version made.
+      COMMIT_KNOWN_DEFINITION = /^CREATE OR REPLACE FUNCTION lease_machines_commit_known\(.*?^\$\$;$/m
+      # What the store remembers of a resource: its slot 0 +row+ (the decision's columns), the token +epoch+ a
+      # decision on it is made in, the +history+ that epoch was recorded in (nil: a first grant in this history must
+      # record it, which only a read can), whether it has +no_slots+ rows (nil: not known), the server's clock it was
+      # read at (+read_at+, Float seconds; nil: carried) and whether it is a refused commit's +answer+.
+      Known = Struct.new(:row, :epoch, :history, :no_slots, :read_at, :answer)
+      private_constant :KNOWN, :CARRIED_WITHIN, :COMMIT_KNOWN_LITERAL, :HAS_COMMIT_KNOWN, :COMMIT_KNOWN_DEFINITION,
+                       :Known
+
+      private
+
+      # Whether decisions on known rows can be committed in one round trip: the function exists, or is created now
+      # (where the store may write its schema, outside a transaction). A database an earlier version made, opened with
+      # migrate: false, has every decision read its row first.
+      def prepare_commit_known(migrate)
+        return true if @connection.exec(HAS_COMMIT_KNOWN).getvalue(0, 0) == "t"
+        return false unless migrate && !in_transaction?
+
+        self.class.create_tables(@connection, SCHEMA[COMMIT_KNOWN_DEFINITION])
+        true
+      end
+
+      # The resource as this store knows it, opened without a round trip: [rows (the block makes them of slot 0's
+      # row), the instant (the server's clock, carried or as a refused commit read it; nil without +clock+), the token
+      # epoch]. Nil when the store does not know it, or cannot carry the server's clock, or (+slots+) does not know
+      # that it has no slot rows: then the request reads its rows.
+      def open_known(resource, clock, slots:)
+        known = @commit_known && @known.delete(resource)
+        return nil unless known && (!slots || known.no_slots)
+
+        carried = clock && known.read_at.nil? ? carried_clock : nil
+        return nil if clock && known.read_at.nil? && carried.nil?
+
+        @request = [resource, @connection.escape_literal(resource), true, known, carried, slots]
+        [yield(known.row), clock ? known.read_at || carried : nil, known.epoch]
+      end
+
+      # The server's clock as this store last read it, carried forward by this process's monotonic clock; nil before
+      # a reading.
+      def carried_clock
+        return nil unless @server_clock
+
+        seconds, at = @server_clock
+        seconds + (Process.clock_gettime(Process::CLOCK_MONOTONIC) - at)
+      end
+
+      # Keeps +seconds+, the server's clock just read, for #carried_clock.
+      def clock_read(seconds)
+        @server_clock = [seconds, Process.clock_gettime(Process::CLOCK_MONOTONIC)]
+        seconds
+      end
+
+      # Remembers +resource+ as +known+, for the next request's open; the oldest known resource is forgotten beyond
+      # KNOWN.
+      def remember(resource, known)
+        return unless @commit_known
+
+        @known[resource] = known
+        @known.shift if @known.size > KNOWN
+      end
+
+      # Forgets every known row and the server's clock (a reconnect may reach another server).
+      def forget_known
+        @known&.clear
+        @server_clock = nil
+      end
+
+      # One round trip: a decision on the known row (#open_known, the request's +known+ and +carried+ instant, whether
+      # it was decided on no slot rows: +slots+) committed by lease_machines_commit_known, with the transaction's
+      # opening and COMMIT. Without a round trip, CONFLICT for a decision only a read can commit (one in another slot,
+      # or one that issued a token in a history the store has not recorded yet). When the row moved (or the carried
+      # instant is refused), nothing was written: the answer is remembered (unless this request was decided on an
+      # answer already: then the next reads, under the row's lock) and the request answers CONFLICT.
+      def close_known(resource, request, slot, row, event, issued)
+        name, _, known, carried, slots = request
+        return CONFLICT unless slot.zero? && (issued.nil? || known.history)
+
+        arguments = commit_known_arguments(name, known, carried, slots, row, event, issued)
+        results = finish { simple([*@opening, format(COMMIT_KNOWN_LITERAL, arguments), "COMMIT"]) }
+        answer = raw(results[-2])
+        if answer.ntuples.zero?
+          remember(resource, Known.new(row || known.row, known.epoch, known.history, slots || known.no_slots))
+          return nil
+        end
+
+        answered(resource, answer.values.first, known.answer)
+        CONFLICT
+      end
+
+      # After a commit that read the row first (+read+: the Known it read, +slot+ the slot written): the row as the
+      # commit left it (+row+, or the one read when nothing changed), in the token epoch now recorded when the commit
+      # recorded it (a first grant in a new history, that +issued+ a token).
+      def remember_read(resource, read, slot, row, issued)
+        history = read.history || (@history if issued && slot.zero?)
+        remember(resource, Known.new(slot.zero? && row || read.row, read.epoch, history,
+                                     slot.zero? ? read.no_slots : false))
+      end
+
+      # The arguments of lease_machines_commit_known, as SQL literals (+name+ quoted already).
+      def commit_known_arguments(name, known, carried, slots, row, event, issued)
+        kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, replaced_expires_at,
+          highest = event
+        history = issued && known.history
+        values = [*columns_of(known.row), slots ? true : false, carried, carried && CARRIED_WITHIN,
+                  history && known.epoch, history, !row.nil?, *(row ? columns_of(row) : Array.new(6)),
+                  kind, at, signed(owner), token, expires_at, revision, reason, signed(replaced_owner), replaced_token,
+                  replaced_expires_at, highest, @keep_events, @events_max_age]
+        [name, *values.map { literal(_1) }].join(", ")
+      end
+
+      # Remembers the answer of a refused commit (+values+: the row as it is now, the server's clock, whether it has
+      # no slot rows, and the token epoch's row), unless the request was decided on an answer already (+twice+): the
+      # next request then reads. StoreError when the row is gone (as a read finds it, #row_gone!).
+      def answered(resource, values, twice)
+        *columns, clock, no_slots, epoch, history, timeline = values
+        row_gone!(resource) if columns[5].nil? # the next request makes it exist again
+        return if twice
+
+        number = epoch_of([epoch, history, timeline], system_identifier)
+        remember(resource, Known.new(text_columns(columns), number, @new_epoch ? nil : @history, no_slots == "t",
+                                     clock_read(bytes_float(clock)), true))
+      end
+    end
+  end
+end
