@@ -244,7 +244,9 @@ module Bench
     # The one-statement SQLite lease: an upsert that takes an expired (or released) row, a DELETE of the owner's row
     # to release, an UPDATE of a live row to renew; each statement its own transaction (autocommit), on a connection
     # with the store's pragmas (WAL, synchronous FULL), prepared once. The time is the machine's wall clock, as the
-    # store's on SQLite.
+    # store's on SQLite. +busy_timeout+ (Float seconds; nil: none, one process alone on the file) is applied as the
+    # store applies its own, a busy handler that sleeps with the GVL released, so that several processes writing the
+    # file wait for one another as the store's would.
     class SQLiteUpsertLock < Lock
       SCHEMA = "CREATE TABLE IF NOT EXISTS bench_leases (name TEXT PRIMARY KEY, owner INTEGER NOT NULL, " \
                "expires_at REAL NOT NULL)"
@@ -256,9 +258,10 @@ module Bench
       RELEASE = "DELETE FROM bench_leases WHERE name = ?1 AND owner = ?2"
       RENEW = "UPDATE bench_leases SET expires_at = ?3 + ?4 WHERE name = ?1 AND owner = ?2 AND expires_at > ?3"
 
-      def initialize(path, resource:)
+      def initialize(path, resource:, busy_timeout: nil)
         super()
         @db = SQLite3::Database.new(path)
+        @db.busy_handler_timeout = (busy_timeout * 1000).round if busy_timeout
         @db.execute("PRAGMA journal_mode = WAL")
         @db.execute("PRAGMA synchronous = FULL")
         @db.execute(SCHEMA)

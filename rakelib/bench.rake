@@ -44,6 +44,14 @@ namespace :bench do
     sh FileUtils::RUBY, "-Ilib", "bench/stores.rb"
   end
 
+  desc "Many worker processes at once (BENCH_WORKERS=1,4,16,64) on distinct resources and on one: decisions/s and " \
+       "p50/p99 latency of the SQLite, PostgreSQL (Unix socket, TCP) and Redis stores against one-statement upserts, " \
+       "with_advisory_lock and SET NX PX (STORES=...: only those; BENCH_WORKERS_SECONDS per run, default 5; prints " \
+       "Markdown tables, writes docs/performance-workers.svg; about ten minutes)"
+  task workers: :compile do
+    sh FileUtils::RUBY, "-Ilib", "bench/workers.rb"
+  end
+
   desc "Jobs per second through ActiveJob's :inline adapter with and without holds_lease (limit 1 and 4) and " \
        "with_advisory_lock, on SQLite and a throwaway PostgreSQL, with the lease-store requests per job (prints " \
        "docs/performance.md's table; about a minute)"
