@@ -193,10 +193,20 @@ class PostgresCluster
 
   # Starts the server on the cluster's data directory and waits until it answers on TCP; on failure, raises with
   # the log's tail.
+  #
+  # The port, free when it was chosen, may have been taken since (the kernel hands the same range to other
+  # programs' outgoing connections): a server that cannot bind it is started again on another, up to 5 times.
   def launch
-    _, status = capture("pg_ctl", "start", "--pgdata", data, "--log", log, "--wait", "--timeout", TIMEOUT.to_s,
-                        "--silent", env: @env || {})
-    raise Error, "#{self}: the server did not start:\n#{log_tail}" unless status.success?
+    5.times do |attempt|
+      logged = File.file?(log) ? File.size(log) : 0
+      _, status = capture("pg_ctl", "start", "--pgdata", data, "--log", log, "--wait", "--timeout", TIMEOUT.to_s,
+                          "--silent", env: @env || {})
+      break if status.success?
+      raise Error, "#{self}: the server did not start:\n#{log_tail}" if attempt == 4 || !port_taken?(logged)
+
+      @port = free_port
+      File.open(File.join(data, "postgresql.conf"), "a") { _1.puts("port = #{port} # the last one was taken") }
+    end
 
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + TIMEOUT
     until capture("pg_isready", "--host", "127.0.0.1", "--port", port.to_s, "--quiet").last.success?
@@ -206,6 +216,9 @@ class PostgresCluster
       sleep 0.05
     end
   end
+
+  # Whether the server's last start (its log from byte +from+ on) failed because its port was in use.
+  def port_taken?(from) = File.file?(log) && File.binread(log, nil, from).include?("Address already in use")
 
   # Under root the server user must own DIR, and reach it (every directory above it must let it through).
   def give_to_server_user(dir)

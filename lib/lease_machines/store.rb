@@ -72,12 +72,13 @@ module LeaseMachines
     #   own connection, so that #fenced writes land in your tables, in your transaction when one is open).
     # - PostgreSQL: a +postgres://+ or +postgresql://+ URL, a libpq keyword string (+host=db1 dbname=app user=worker+:
     #   KEYWORD=value pairs, one of them libpq's), or an open PG::Connection (your application's own, for the same
-    #   reason). Requires the pg gem.
+    #   reason). Requires the pg gem. Takes +prepared_statements:+ in +adapter_options+ (true or false; see
+    #   Store::PostgreSQL#initialize: by default true on a connection the store opens, false on one it is given).
     # - MySQL or MariaDB: a +mysql2://+ or +mysql://+ URL (query parameters: socket, connect_timeout, ssl_mode, sslca,
     #   sslcert, sslkey, sslverify; another is an ArgumentError), or an open Mysql2::Client (your application's own).
     #   Requires the mysql2 gem; MariaDB 10.6 or newer (see Store::MySQL).
     # - Redis: a +redis://+ or +rediss://+ URL, or an open RedisClient (see Store::Redis, which takes the options
-    #   +strict:+, +wait:+, +wait_timeout:+ and +fence:+ in +redis_options+; the SQL stores refuse them). Requires the
+    #   +strict:+, +wait:+, +wait_timeout:+ and +fence:+ in +adapter_options+; the others refuse them). Requires the
     #   redis-client gem.
     #
     # +busy_timeout+ is how long, in Float seconds (0 to about 24 days), a request waits for another transaction's lock
@@ -102,7 +103,7 @@ module LeaseMachines
     # Raises TypeError or ArgumentError for a bad argument, StoreError when the database cannot be reached, opened
     # or set up, or holds tables of another shape or schema format.
     def initialize(database, busy_timeout: nil, clock: nil, clock_policy: :clamp, keep_events: KEEP_EVENTS,
-                   events_max_age: EVENTS_MAX_AGE, migrate: true, **redis_options)
+                   events_max_age: EVENTS_MAX_AGE, migrate: true, **adapter_options)
       Authority.new(clock_policy: clock_policy) # refuse a bad policy now, not at the first request
       unless clock.nil? || KERNEL_RESPOND_TO.bind_call(clock, :call)
         raise TypeError, "clock must respond to call, got #{LeaseMachines.shown(clock)}"
@@ -111,21 +112,33 @@ module LeaseMachines
       raise TypeError, "migrate must be true or false, got #{LeaseMachines.shown(migrate)}" unless [true, false].include?(migrate)
 
       adapter = [Redis, PostgreSQL, MySQL].find { _1.accepts?(database) } || SQLite
-      unless redis_options.empty? || adapter == Redis
-        raise ArgumentError, "only a Redis store takes #{redis_options.keys.map { "#{_1}:" }.join(", ")}"
-      end
+      Store.options!(adapter, adapter_options.keys)
       @clock = clock || (adapter == SQLite ? WALL_CLOCK : nil)
       @clock_policy = clock_policy
       initialize_claim
       begin
-        @adapter = adapter.new(database, busy_timeout: busy_timeout, migrate: migrate, **redis_options)
+        @adapter = adapter.new(database, busy_timeout: busy_timeout, migrate: migrate, **adapter_options)
       rescue *adapter.errors => e
         raise StoreError, "cannot open the lease store at #{adapter.describe(database)}: #{adapter.message(e)}"
       end
       @adapter.retain_events(per_lease: keep_events, max_age: events_max_age.to_f)
       options = { busy_timeout: busy_timeout, clock: clock, clock_policy: clock_policy, keep_events: keep_events,
-                  events_max_age: events_max_age, migrate: migrate, **redis_options }
-      @reopen = [database, options].freeze if Store.named?(database) && Store.named?(redis_options.fetch(:fence, ""))
+                  events_max_age: events_max_age, migrate: migrate, **adapter_options }
+      @reopen = [database, options].freeze if Store.named?(database) && Store.named?(adapter_options.fetch(:fence, ""))
+    end
+
+    # Refuses with ArgumentError the +keywords+ that +adapter+ does not take: "only a Redis store takes strict:" for
+    # another adapter's, Ruby's "unknown keyword" for one no adapter takes.
+    def self.options!(adapter, keywords)
+      foreign = keywords - adapter.options
+      return if foreign.empty?
+
+      owner = [Redis, PostgreSQL].find { (foreign - _1.options).empty? }
+      unless owner
+        raise ArgumentError, "unknown keyword#{"s" if foreign.size > 1}: #{foreign.map(&:inspect).join(", ")}"
+      end
+
+      raise ArgumentError, "only a #{owner.name.split("::").last} store takes #{foreign.map { "#{_1}:" }.join(", ")}"
     end
 
     # Whether +database+ names a database (a path or URL), rather than being an open connection.
@@ -187,10 +200,12 @@ module LeaseMachines
     # the database server's, as a lease store on it decides). With +redis+ (a RedisClient on the lease store's
     # server: its leases are in Redis), a Store on that client whose fence is +connection+. +busy_timeout+ (Float
     # seconds or nil) is the connection's configured busy timeout, which a Store on SQLite applies as sqlite3's
-    # busy_handler_timeout (what Rails 8 does); PostgreSQL and MySQL keep the connection's own lock wait. Nothing
-    # else of the connection changes, and #close of the Store returned would close it: leave that to its owner.
-    # Raises ArgumentError for a connection of another kind, and whatever Store.new raises.
-    def self.fence_for(connection, clock:, redis: nil, busy_timeout: nil)
+    # busy_handler_timeout (what Rails 8 does); PostgreSQL and MySQL keep the connection's own lock wait.
+    # +prepared_statements+ (true, false or nil) is the connection's own setting (ActiveRecord's), which a Store on
+    # PostgreSQL follows; nil: none. Nothing else of the connection changes, and #close of the Store returned would
+    # close it: leave that to its owner. Raises ArgumentError for a connection of another kind, and whatever Store.new
+    # raises.
+    def self.fence_for(connection, clock:, redis: nil, busy_timeout: nil, prepared_statements: nil)
       sqlite = defined?(::SQLite3::Database) && ::SQLite3::Database === connection
       unless sqlite || [PostgreSQL, MySQL].any? { _1.accepts?(connection) } && !named?(connection)
         raise ArgumentError, "fenced writes take an open SQLite3::Database, PG::Connection or Mysql2::Client, " \
@@ -200,6 +215,7 @@ module LeaseMachines
       options = sqlite ? { busy_timeout: busy_timeout } : {}
       return Store.new(redis, fence: connection, clock: clock, **options) if redis
 
+      options[:prepared_statements] = prepared_statements if PostgreSQL.accepts?(connection)
       Store.new(connection, clock: clock, **options)
     end
 

@@ -209,6 +209,22 @@ LeaseMachines::ActiveJobSupport.on_postgresql(ActiveJobFencedWriteTest) do
     assert_equal 0, Report.count, "the application's rollback took the fenced write with it"
     assert_nil other_store.fence_highest(resource: resource), "and the fence's mark"
   end
+
+  # The fence's statements on ActiveRecord's connection are prepared as the connection's own are: by default (as
+  # ActiveRecord does on PostgreSQL), and never with database.yml's prepared_statements: false (a pooler in
+  # transaction mode).
+  def test_on_postgresql_the_fence_prepares_its_statements_as_the_connection_does
+    fence_statements = lambda do
+      job = writer_job { |writer| writer.lease.fenced { Report.create!(body: "fenced", token: writer.lease.token) } }
+      job.perform_now("acme")
+      Report.connection.select_values("SELECT name FROM pg_prepared_statements WHERE name LIKE 'lease_machines_%'")
+    end
+    assert_operator fence_statements.call.size, :>=, 5, "the fence's check, mark and event, prepared"
+    config = ActiveRecord::Base.connection_db_config.configuration_hash.merge(prepared_statements: false)
+    ActiveRecord::Base.establish_connection(config)
+    assert_empty fence_statements.call
+    assert_equal 2, Report.count
+  end
 end
 
 # With the leases in Redis, a fenced write's events (and its refusals) are in the fence's database, with the write, not

@@ -111,19 +111,27 @@ class StorePostgreSQLTest < Minitest::Test
   # commit (lease_machines_commit_known) writes only if the row is still that one. The first request on a resource
   # reads it (two); a fenced write is two (its check, then the block's writes with the mark and COMMIT).
   def test_a_decision_on_the_row_this_store_left_is_one_round_trip_and_a_fence_adds_none_of_its_own
+    [true, false].each { |prepared| one_round_trip_on_known_rows(prepared) }
+  end
+
+  # Counts each request's round trips on an application's connection, its statements prepared (named, once per
+  # session: the first request on a resource prepares its statements in the same round trip) or not.
+  def one_round_trip_on_known_rows(prepared)
+    resource = "#{R}-#{prepared ? "prepared" : "unprepared"}"
+    admin.exec("DROP TABLE IF EXISTS #{@schema}.report")
     conn = connection
     conn.singleton_class.prepend(RoundTrips)
-    store = open_store(conn)
+    store = open_store(conn, prepared_statements: prepared)
     conn.exec("CREATE TABLE report (token bigint)")
     counts = {}
     requests = {
-      acquire: -> { store.acquire(resource: R, owner: 7, ttl: 30.0) },
-      renew: -> { store.renew(resource: R, owner: 7, token: 1, ttl: 30.0) },
-      release: -> { store.release(resource: R, owner: 7, token: 1) },
-      acquire_again: -> { store.acquire(resource: R, owner: 7, ttl: 30.0) },
-      reacquire: -> { store.reacquire(resource: R, owner: 7, ttl: 30.0) },
-      transfer: -> { store.transfer(resource: R, owner: 7, token: 3, new_owner: 8, ttl: 30.0) },
-      refused: -> { store.renew(resource: R, owner: 7, token: 3, ttl: 30.0) }
+      acquire: -> { store.acquire(resource: resource, owner: 7, ttl: 30.0) },
+      renew: -> { store.renew(resource: resource, owner: 7, token: 1, ttl: 30.0) },
+      release: -> { store.release(resource: resource, owner: 7, token: 1) },
+      acquire_again: -> { store.acquire(resource: resource, owner: 7, ttl: 30.0) },
+      reacquire: -> { store.reacquire(resource: resource, owner: 7, ttl: 30.0) },
+      transfer: -> { store.transfer(resource: resource, owner: 7, token: 3, new_owner: 8, ttl: 30.0) },
+      refused: -> { store.renew(resource: resource, owner: 7, token: 3, ttl: 30.0) }
     }
     decisions = requests.to_h do |kind, request|
       conn.round_trips = 0
@@ -132,21 +140,80 @@ class StorePostgreSQLTest < Minitest::Test
       [kind, decision]
     end
     conn.round_trips = 0
-    store.fenced(resource: R, token: 4) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [4]) }
+    store.fenced(resource: resource, token: 4) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [4]) }
     counts[:fenced] = conn.round_trips - 1 # the block's own statement
     conn.round_trips = 0
     conn.transaction do
-      store.fenced(resource: R, token: 4) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [4]) }
+      store.fenced(resource: resource, token: 4) { |db| db.exec_params("INSERT INTO report VALUES ($1)", [4]) }
       counts[:fenced_in_transaction] = conn.round_trips - 2 # BEGIN and the block's statement
     end
     assert_equal({ acquire: 2, renew: 1, release: 1, acquire_again: 1, reacquire: 1, transfer: 1, refused: 1,
-                   fenced: 2, fenced_in_transaction: 2 }, counts)
+                   fenced: 2, fenced_in_transaction: 2 }, counts, "prepared_statements: #{prepared}")
+    names = conn.exec("SELECT name FROM pg_prepared_statements").column_values(0)
+    if prepared
+      assert_operator names.size, :>=, 8, "the decisions' and the fence's statements, each prepared once"
+      assert(names.all? { _1.match?(/\Alease_machines_[0-9a-z]+_\h{16}\z/) }, "with the store's own prefix: #{names}")
+    else
+      assert_empty names
+    end
     tokens = %i[acquire renew release acquire_again reacquire transfer].map { decisions[_1].lease&.token }
     assert_equal [1, 1, nil, 2, 3, 4], tokens
     assert_equal %i[rejected stale_token], [decisions[:refused].status, decisions[:refused].reason]
     assert_equal [["4"], ["4"]], conn.exec("SELECT token FROM report").values
-    kinds = store.events(resource: R).map(&:kind)
+    kinds = store.events(resource: resource).map(&:kind)
     assert_equal %i[acquired renewed released acquired reacquired transferred refused], kinds.first(7)
+  end
+
+  # A store's own connection runs its statements prepared (each parsed and planned once per session), unless
+  # prepared_statements: false (a pooler in transaction mode that does not keep them); an application's connection
+  # only when asked. When the session lost them (DISCARD ALL, a pooler's new server connection), or has one of the
+  # store's names it did not know of, the round trip that opens a decision is rolled back and sent again, the store
+  # having read what the session has: the request goes through.
+  def test_prepared_statements_by_default_on_the_stores_own_connection_and_only_there
+    names = ->(store) { store.database.exec("SELECT name FROM pg_prepared_statements").column_values(0).sort }
+    cycle = lambda do |store, resource|
+      token = store.acquire(resource: resource, owner: 7, ttl: 30.0).lease.token
+      assert_predicate store.renew(resource: resource, owner: 7, token: token, ttl: 30.0), :renewed?
+      store.fenced(resource: resource, token: token) { nil }
+      assert_predicate store.release(resource: resource, owner: 7, token: token), :released?
+    end
+    owned = open_store
+    cycle.call(owned, "owned")
+    prepared = names.call(owned)
+    assert_operator prepared.size, :>=, 8
+    assert(prepared.all? { _1.match?(/\Alease_machines_\h{16}\z/) }, prepared.inspect)
+    plain = open_store(prepared_statements: false)
+    cycle.call(plain, "plain")
+    assert_empty names.call(plain)
+    given = connection
+    cycle.call(open_store(given), "given")
+    assert_empty names.call(Struct.new(:database).new(given)), "an application's connection: none unless asked"
+
+    owned.database.exec("DEALLOCATE ALL")
+    token = owned.acquire(resource: "owned", owner: 7, ttl: 30.0).lease.token
+    assert_equal 2, token, "a request that prepares what it runs works on"
+    # When the store reads what the session has, a name of its own that the session holds for other text is given
+    # up: the store never runs another's statement.
+    commit = LeaseMachines::Store::PostgreSQL.const_get(:COMMIT_KNOWN) # a renewal on a known row runs it
+    victim = owned.database.exec_params("SELECT name FROM pg_prepared_statements WHERE statement = $1", [commit])
+                  .getvalue(0, 0)
+    owned.database.exec("DEALLOCATE ALL")
+    owned.database.exec("PREPARE #{victim} AS SELECT 1")
+    adapter = owned.instance_variable_get(:@adapter)
+    adapter.instance_variable_set(:@prepared_names, [:unknown]) # as after a round trip that found the session otherwise
+    assert_predicate owned.renew(resource: "owned", owner: 7, token: token, ttl: 30.0), :renewed?
+    assert_predicate owned.release(resource: "owned", owner: 7, token: token), :released?
+    statements = owned.database.exec("SELECT name, statement FROM pg_prepared_statements").values.to_h
+    assert_equal "PREPARE #{victim} AS SELECT 1", statements[victim]
+    assert_equal [commit], statements.filter_map { |name, sql| sql if name.start_with?("#{victim}_") },
+                 "the statement it named so was prepared under another name"
+    assert_equal [nil, 2], [owned.checkpoint(resource: "owned").lease, owned.checkpoint(resource: "owned").last_issued]
+    assert_equal %i[acquired renewed write_accepted released acquired renewed released],
+                 owned.events(resource: "owned").map(&:kind), "each request once"
+
+    assert_raises(TypeError) { open_store(prepared_statements: "yes") }
+    error = assert_raises(ArgumentError) { LeaseMachines::Store.new(":memory:", prepared_statements: false) }
+    assert_equal "only a PostgreSQL store takes prepared_statements:", error.message
   end
 
   # Another store's commit moves the row: the first store's commit finds it moved, writes nothing and answers the row

@@ -19,8 +19,9 @@ class StoreSemaphorePostgreSQLTest < Minitest::Test
     acquire(1, 3, 0.0)
     connection = store.database
     sent = 0
-    counting = Module.new do
+    counting = Module.new do # a simple query, or a pipeline's sync point (prepared statements): one round trip each
       define_method(:send_query) { |*args| (sent += 1) && super(*args) }
+      define_method(:pipeline_sync) { |*args| (sent += 1) && super(*args) }
     end
     connection.singleton_class.prepend(counting)
     acquire(2, 3, 1.0)

@@ -64,9 +64,10 @@ module LeaseMachines
       # RedisClient::Config) is given. It changes nothing of the connection but, on SQLite, the busy timeout that
       # database.yml gives (+timeout+, milliseconds), which becomes sqlite3's busy_handler_timeout of the same length,
       # as Rails 8 sets it, because ActiveRecord 7.2's C busy timeout waits holding the GVL, and would stall the very
-      # thread that holds the lock (another job's, the renewer's) until it runs out. The Store is kept per driver
-      # connection in a weak map (ObjectSpace::WeakKeyMap), so it lives exactly as long as that connection. Raises
-      # ArgumentError for a connection to another database.
+      # thread that holds the lock (another job's, the renewer's) until it runs out; and on PostgreSQL, whether its
+      # statements are prepared, as the connection's own are (database.yml's prepared_statements). The Store is kept
+      # per driver connection in a weak map (ObjectSpace::WeakKeyMap), so it lives exactly as long as that
+      # connection. Raises ArgumentError for a connection to another database.
       def fence_store(connection, clock, redis = nil)
         raw = connection.raw_connection
         # A lock of its own: the pool's is held for a whole request of the lease store (which may wait for the very
@@ -77,7 +78,7 @@ module LeaseMachines
           unless store && store.clock.equal?(clock) && same_redis?(store.redis_config, redis)
             # The Store itself is not closed: that would close +raw+, ActiveRecord's.
             client&.close
-            store, client = fence(raw, clock, redis, busy_timeout(connection))
+            store, client = fence(raw, clock, redis, busy_timeout(connection), prepared_statements(connection))
             @fences[raw] = [store, client]
           end
           store
@@ -91,9 +92,10 @@ module LeaseMachines
       private
 
       # A new fence Store on +raw+ (Store.fence_for), and the RedisClient of its own it was given (nil: none).
-      def fence(raw, clock, config, busy_timeout)
+      def fence(raw, clock, config, busy_timeout, prepared_statements)
         client = config&.new_client
-        [Store.fence_for(raw, clock: clock, redis: client, busy_timeout: busy_timeout), client]
+        [Store.fence_for(raw, clock: clock, redis: client, busy_timeout: busy_timeout,
+                              prepared_statements: prepared_statements), client]
       rescue StandardError
         client&.close
         raise
@@ -105,6 +107,12 @@ module LeaseMachines
         return one.equal?(other) if one.nil? || other.nil?
 
         one.server_url == other.server_url && one.username == other.username && one.password == other.password
+      end
+
+      # Whether an ActiveRecord +connection+ runs prepared statements (database.yml's prepared_statements, true by
+      # default on PostgreSQL): the fence's Store on it does as it does. nil where the adapter does not say.
+      def prepared_statements(connection)
+        connection.respond_to?(:prepared_statements?) ? connection.prepared_statements? : nil
       end
 
       # An ActiveRecord connection's configured busy timeout in Float seconds, or nil.

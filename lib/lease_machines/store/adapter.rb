@@ -60,6 +60,9 @@ module LeaseMachines
       # application's transaction holds until it ends (Store#fence_holds: :row, :database or nil).
       REQUIRED_CLASS_METHODS = %i[adapter_name errors accepts? describe fence_holds].freeze
 
+      # The options of its own (keywords of Store.new) an adapter takes beyond the busy timeout and migrate:.
+      def self.options = []
+
       # The driver's message, on one line.
       def self.message(error) = error.message.strip.gsub(/\s*\n\s*/, "; ")
 

@@ -25,14 +25,16 @@ module LeaseMachines
     #
     # Every request runs READ COMMITTED with the resource's row locked (FOR UPDATE for a decision, FOR SHARE for a
     # fenced write), its lock waits bounded by lock_timeout (set for the transaction only), and its clock read with
-    # clock_timestamp() after the lock. It keeps no session state: no advisory lock, no session SET, no named
-    # prepared statement, so a pooler in transaction mode (PgBouncer) is safe. A decision's two round trips are
-    # simple queries of several statements each (one message, one parse, the cheapest way PostgreSQL runs a short
-    # transaction), with the resource's name as a literal that libpq quotes (PQescapeLiteral, in the connection's
-    # encoding) and numbers the store formats itself; its doubles come back as their 8 bytes (float8send, in hex),
-    # exact whatever the connection's extra_float_digits. PostgreSQL 12 or newer. A fenced write, whose protected
-    # statements carry the caller's binds, travels as unnamed parameterized queries in pipeline mode. Either way a
-    # name is never SQL.
+    # clock_timestamp() after the lock. Its statements are named prepared statements on a connection it opens
+    # (prepared_statements: true, the default there: each parsed and planned once per session, prepared in the round
+    # trip that first needs it; a round trip in pipeline mode). With prepared_statements: false (for a pooler in
+    # transaction mode that does not keep them, and by default on an application's connection) a decision's round
+    # trips are simple queries of several statements each, with the resource's name as a literal that libpq quotes
+    # (PQescapeLiteral, in the connection's encoding) and numbers the store formats itself. Either way its doubles
+    # come back as their 8 bytes (float8send, in hex) or in binary, exact whatever the connection's
+    # extra_float_digits, and a name is never SQL. It keeps no other session state: no advisory lock, no session
+    # SET. PostgreSQL 12 or newer. A fenced write, whose protected statements carry the caller's binds, travels in
+    # pipeline mode.
     class PostgreSQL < Adapter
       # The schema, for people who manage their own migrations.
       SCHEMA = File.read(File.expand_path("postgresql.sql", __dir__)).freeze
@@ -94,6 +96,9 @@ module LeaseMachines
       ANSWER_MARGIN = 30.0
 
       def self.adapter_name = :postgresql
+
+      # Store.new's +prepared_statements:+ (see #initialize).
+      def self.options = %i[prepared_statements]
 
       # What a fenced write joined to an application's transaction holds until it ends: the lease's row (FOR SHARE).
       def self.fence_holds = :row
@@ -161,10 +166,27 @@ module LeaseMachines
       # schema is created where it is missing (outside a transaction), then checked. Raises LoadError when the pg gem
       # is missing, TypeError or ArgumentError for bad arguments, PG::Error when the server cannot be reached or set
       # up, StoreError for tables of another shape or format.
-      def initialize(database, busy_timeout:, migrate: true)
+      #
+      # +prepared_statements+: whether the store's statements run as named prepared statements (each parsed and
+      # planned once per session, prepared in the round trip that first needs it), or as statements parsed and
+      # planned every time (false: for a pooler in transaction mode that does not keep a session's prepared
+      # statements, as PgBouncer before 1.21; ActiveRecord's setting of the same name). nil: true on a connection the
+      # store opens, false on an application's connection (whose own setting the Rails jobs pass).
+      def initialize(database, busy_timeout:, migrate: true, prepared_statements: nil)
+        unless [nil, true, false].include?(prepared_statements)
+          raise TypeError, "prepared_statements must be true, false or nil, got " \
+                           "#{LeaseMachines.shown(prepared_statements)}"
+        end
+
         require "pg"
         require "uri"
+        require "digest"
         @owned = String === database
+        @prepared = prepared_statements.nil? ? @owned : prepared_statements
+        # The names of the store's prepared statements, by SQL; on an application's connection, with a prefix of this
+        # store's own (two stores on one connection never prepare one name twice).
+        @statement_names = {}
+        @statement_prefix = @owned ? "" : "#{object_id.to_s(36)}_"
         seconds = busy_timeout.nil? && @owned ? DEFAULT_BUSY_TIMEOUT : busy_timeout
         # PostgreSQL reads a lock_timeout of 0 as no limit: the shortest wait it knows is 1 ms.
         @lock_timeout = seconds.nil? ? "" : "#{[SQLite.busy_timeout_ms(seconds), 1].max}ms"
@@ -238,10 +260,10 @@ module LeaseMachines
         known = open_known(resource, clock, slots: false) { _1 }
         return known if known
 
-        name, statements = opening_request(resource)
-        statements << format(LOCK_ROW_BYTES, name, clock ? CLOCK_BYTES : "") << EPOCH_READ
+        statements = opening_request(resource)
+        statements << [clock ? LOCK_ROW_CLOCK : LOCK_ROW, [resource]] << [EPOCH_READ, []]
         system = system_identifier
-        results = simple(statements)
+        results = round_trip(statements)
         row = locked_row(resource, results[-2])
         now = clock_read(bytes_float(raw(results[-2]).getvalue(0, 6))) if clock
         epoch = epoch_of(results.last.values.first, system)
@@ -257,12 +279,12 @@ module LeaseMachines
         known = open_known(resource, clock, slots: true) { [_1] }
         return known if known
 
-        name, statements = opening_request(resource)
-        statements << format(LOCK_ROW_BYTES, name, "") << format(LOCK_SLOTS_BYTES, name)
-        statements << CLOCK_AFTER if clock
-        statements << EPOCH_READ
+        statements = opening_request(resource)
+        statements << [LOCK_ROW, [resource]] << [LOCK_SLOTS, [resource]]
+        statements << [CLOCK_AFTER, []] if clock
+        statements << [EPOCH_READ, []]
         system = system_identifier
-        results = simple(statements)
+        results = round_trip(statements)
         slots_at = clock ? -3 : -2
         rows = [locked_row(resource, results[slots_at - 1])]
         raw(results[slots_at]).values.each { |slot, *columns| rows[Integer(slot, 10)] = text_columns(columns) }
@@ -285,12 +307,12 @@ module LeaseMachines
         request = ended_request(resource)
         return close_known(resource, request, slot, row, event, issued) if request[2]
 
-        name, known, _, _, _, read = request
+        _, known, _, _, _, read = request
         statements = []
-        statements << format(WRITE_HISTORY_LITERAL, @new_epoch.to_s, @history_literal) if issued && @new_epoch
-        statements << (slot.zero? ? write_literal(name, row) : write_slot_literal(name, slot, row)) if row
-        statements << event_literal(name, slot, event)
-        finish { simple(statements << "COMMIT") }
+        statements << [WRITE_HISTORY, [@new_epoch, @history]] if issued && @new_epoch
+        statements << (slot.zero? ? write_row(resource, row) : write_slot(resource, slot, row)) if row
+        statements << log_event(resource, slot, event)
+        finish { round_trip(statements << "COMMIT") }
         learn(resource) unless known
         remember_read(resource, read, slot, row, issued)
       end
@@ -305,7 +327,7 @@ module LeaseMachines
         return CONFLICT if ended_request(resource)[2] # decided on a known row: the next request reads
 
         epoch = [opened, @new_epoch || 0].max
-        finish { simple([format(WRITE_HISTORY_LITERAL, epoch.to_s, @history_literal), "COMMIT"]) }
+        finish { round_trip([[WRITE_HISTORY, [epoch, @history]], "COMMIT"]) }
         CONFLICT
       end
 
@@ -316,17 +338,17 @@ module LeaseMachines
       # it, so that a holder from before a failover is refused as stale.
       def open_fence(resource, savepoint:, clock: false, slot: 0)
         opening = if savepoint
-                    [["SAVEPOINT #{savepoint}"], [OLD_LOCK_TIMEOUT], [SET_TIMEOUT, [@lock_timeout]]]
+                    [["SAVEPOINT #{savepoint}"], own(OLD_LOCK_TIMEOUT), own(SET_TIMEOUT, [@lock_timeout])]
                   else
                     opening(@lock_timeout)
                   end
         reads = if slot.zero?
-                  [[SHARE_ROW, [resource], BINARY], [READ_FENCE, [resource], BINARY]]
+                  [own(SHARE_ROW, [resource], BINARY), own(READ_FENCE, [resource], BINARY)]
                 else
-                  [[SHARE_SLOT, [resource, slot], BINARY], [READ_SLOT_FENCE, [resource, slot], BINARY]]
+                  [own(SHARE_SLOT, [resource, slot], BINARY), own(READ_SLOT_FENCE, [resource, slot], BINARY)]
                 end
-        statements = opening + reads + [[TRANSACTION, [], BINARY], [EPOCH_READ]]
-        statements << [CLOCK, [], BINARY] if clock
+        statements = opening + reads + [own(TRANSACTION, [], BINARY), own(EPOCH_READ)]
+        statements << own(CLOCK, [], BINARY) if clock
         system = system_identifier
         results = pipeline(statements)
         @kept_timeouts[savepoint] = results[1].getvalue(0, 0) if savepoint
@@ -341,9 +363,9 @@ module LeaseMachines
       # The protected +statements+ ([sql, binds] pairs given up front) run first, in the same round trip; their rows
       # come back.
       def close_fence(resource, token, savepoint:, event:, statements: [], slot: 0)
-        mark = slot.zero? ? [WRITE_FENCE, [resource, token]] : [WRITE_SLOT_FENCE, [resource, slot, token]]
-        ending = [[SAME_TRANSACTION, [@fence_transactions.delete(savepoint || :own)]], mark,
-                  [event_literal(@connection.escape_literal(resource), slot, event)]]
+        mark = slot.zero? ? own(WRITE_FENCE, [resource, token]) : own(WRITE_SLOT_FENCE, [resource, slot, token])
+        ending = [own(SAME_TRANSACTION, [@fence_transactions.delete(savepoint || :own)]), mark,
+                  own(*log_event(resource, slot, event))]
         finish(statements + ending + fence_end(savepoint)).first(statements.size).map(&:values)
       end
 
@@ -352,7 +374,7 @@ module LeaseMachines
       # that rolls back).
       def refuse_fence(resource, savepoint:, event:, slot: 0)
         @fence_transactions.delete(savepoint || :own)
-        finish([[event_literal(@connection.escape_literal(resource), slot, event)]] + fence_end(savepoint))
+        finish([own(*log_event(resource, slot, event))] + fence_end(savepoint))
       end
 
       # Up to +limit+ events after id +after+ (of +resource+, or every resource's for nil), oldest first, each as

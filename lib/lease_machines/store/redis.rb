@@ -147,6 +147,9 @@ module LeaseMachines
 
       def self.adapter_name = :redis
 
+      # Store.new's +strict:+, +wait:+, +wait_timeout:+ and +fence:+ (see #initialize).
+      def self.options = %i[strict wait wait_timeout fence]
+
       # What a fenced write joined to an application's transaction holds until it ends: nothing in Redis.
       def self.fence_holds = nil
 

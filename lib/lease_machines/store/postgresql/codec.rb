@@ -60,22 +60,10 @@ module LeaseMachines
       # A double from its 8 bytes in hex (16 digits).
       def bytes_float(hex) = [hex].pack("H*").unpack1("G")
 
-      # The row's columns as SQL literals.
-      def literals(row)
-        columns_of(row).map do |value|
-          case value
-          when nil then "NULL"
-          when Integer then value.to_s
-          when Float then "'#{value}'::float8"
-          else raise TypeError, "the extension wrote #{LeaseMachines.shown(value)} into a row"
-          end
-        end
-      end
-
       # +result+ read as the bytes the server sent, whatever type map the connection has (an application's
       # PG::BasicTypeMapForResults would decode them).
       def raw(result)
-        result.type_map = (@all_strings ||= ::PG::TypeMapAllStrings.new)
+        result.type_map = all_strings
         result
       end
 

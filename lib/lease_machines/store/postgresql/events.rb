@@ -9,8 +9,7 @@ module LeaseMachines
       EVENT_COLUMNS = "kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, " \
                       "replaced_expires_at, highest"
       # One event logged and the log pruned, by the schema's function (lease_machines_log_event): one statement.
-      LOG_EVENT_LITERAL = "SELECT lease_machines_log_event(%1$s, %2$s, %3$s, %4$s, %5$s, %6$s, %7$s, %8$s, %9$s, " \
-                          "%10$s, %11$s, %12$s, %13$s, %14$s, %15$s)"
+      LOG_EVENT = "SELECT lease_machines_log_event(#{(1..15).map { "$#{_1}" }.join(", ")})".freeze
       READ_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events WHERE id > $1 " \
                     "ORDER BY id LIMIT $2"
       READ_RESOURCE_EVENTS = "SELECT id, resource, slot, #{EVENT_COLUMNS} FROM lease_machines_events " \
@@ -24,19 +23,19 @@ module LeaseMachines
                      "replaced_token, replaced_expires_at FROM lease_machines_events " \
                      "WHERE kind IN (#{Event::CHANGES_SQL}) ORDER BY id".freeze
       COUNT_EVENTS = "SELECT kind, count(*) FROM lease_machines_events GROUP BY kind ORDER BY kind"
-      private_constant :EVENT_COLUMNS, :LOG_EVENT_LITERAL, :READ_EVENTS, :READ_RESOURCE_EVENTS, :READ_LATEST_EVENTS,
+      private_constant :EVENT_COLUMNS, :LOG_EVENT, :READ_EVENTS, :READ_RESOURCE_EVENTS, :READ_LATEST_EVENTS,
                        :READ_LATEST_RESOURCE_EVENTS, :READ_CHANGES, :COUNT_EVENTS
 
       private
 
       # The statement that logs +event+ (the extension's columns, with a fenced write's mark appended) of the lease
-      # +slot+ of the resource whose quoted name is +name+, and prunes (LOG_EVENT_LITERAL).
-      def event_literal(name, slot, event)
+      # +slot+ of +resource+, and prunes (LOG_EVENT): [sql, params].
+      def log_event(resource, slot, event)
         kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, replaced_expires_at,
           highest = event
-        values = [kind, at, signed(owner), token, expires_at, revision, reason, signed(replaced_owner), replaced_token,
-                  replaced_expires_at, highest].map { literal(_1) }
-        format(LOG_EVENT_LITERAL, name, Integer(slot).to_s, *values, @keep_events.to_s, literal(@events_max_age))
+        [LOG_EVENT, [resource, Integer(slot), kind, at, signed(owner), token, expires_at, revision, reason,
+                     signed(replaced_owner), replaced_token, replaced_expires_at, highest, @keep_events,
+                     @events_max_age]]
       end
 
       # +value+ as an SQL literal: NULL, a boolean, an Integer, a Float exactly (float8's input reads Ruby's shortest

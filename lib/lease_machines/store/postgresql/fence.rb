@@ -42,7 +42,7 @@ module LeaseMachines
       def fence_end(savepoint)
         return [["COMMIT"]] unless savepoint
 
-        [[RESTORE_LOCK_TIMEOUT, [@kept_timeouts.delete(savepoint)]], ["RELEASE SAVEPOINT #{savepoint}"]]
+        [own(RESTORE_LOCK_TIMEOUT, [@kept_timeouts.delete(savepoint)]), ["RELEASE SAVEPOINT #{savepoint}"]]
       end
     end
   end

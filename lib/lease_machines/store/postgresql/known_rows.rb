@@ -15,7 +15,7 @@ module LeaseMachines
       # instant; a carried one is held to far less, and a process frozen between its decision and its commit is
       # refused, as it is there.
       CARRIED_WITHIN = 0.25
-      COMMIT_KNOWN_LITERAL = "SELECT * FROM lease_machines_commit_known(%s)"
+      COMMIT_KNOWN = "SELECT * FROM lease_machines_commit_known(#{(1..32).map { "$#{_1}" }.join(", ")})".freeze
       HAS_COMMIT_KNOWN = "SELECT to_regproc('lease_machines_commit_known') IS NOT NULL"
       # The function's definition in SCHEMA, for a database whose schema an earlier version made.
       COMMIT_KNOWN_DEFINITION = /^CREATE OR REPLACE FUNCTION lease_machines_commit_known\(.*?^\$\$;$/m
@@ -24,7 +24,7 @@ module LeaseMachines
       # record it, which only a read can), whether it has +no_slots+ rows (nil: not known), the server's clock it was
       # read at (+read_at+, Float seconds; nil: carried) and whether it is a refused commit's +answer+.
       Known = Struct.new(:row, :epoch, :history, :no_slots, :read_at, :answer)
-      private_constant :KNOWN, :CARRIED_WITHIN, :COMMIT_KNOWN_LITERAL, :HAS_COMMIT_KNOWN, :COMMIT_KNOWN_DEFINITION,
+      private_constant :KNOWN, :CARRIED_WITHIN, :COMMIT_KNOWN, :HAS_COMMIT_KNOWN, :COMMIT_KNOWN_DEFINITION,
                        :Known
 
       private
@@ -51,7 +51,7 @@ module LeaseMachines
         carried = clock && known.read_at.nil? ? carried_clock : nil
         return nil if clock && known.read_at.nil? && carried.nil?
 
-        @request = [resource, @connection.escape_literal(resource), true, known, carried, slots]
+        @request = [resource, resource, true, known, carried, slots]
         [yield(known.row), clock ? known.read_at || carried : nil, known.epoch]
       end
 
@@ -92,11 +92,11 @@ module LeaseMachines
       # instant is refused), nothing was written: the answer is remembered (unless this request was decided on an
       # answer already: then the next reads, under the row's lock) and the request answers CONFLICT.
       def close_known(resource, request, slot, row, event, issued)
-        name, _, known, carried, slots = request
+        _, _, known, carried, slots = request
         return CONFLICT unless slot.zero? && (issued.nil? || known.history)
 
-        arguments = commit_known_arguments(name, known, carried, slots, row, event, issued)
-        results = finish { simple([*@opening, format(COMMIT_KNOWN_LITERAL, arguments), "COMMIT"]) }
+        commit = [COMMIT_KNOWN, commit_known_params(resource, known, carried, slots, row, event, issued)]
+        results = finish { round_trip([*@opening, commit, "COMMIT"]) }
         answer = raw(results[-2])
         if answer.ntuples.zero?
           remember(resource, Known.new(row || known.row, known.epoch, known.history, slots || known.no_slots))
@@ -116,16 +116,12 @@ module LeaseMachines
                                      slot.zero? ? read.no_slots : false))
       end
 
-      # The arguments of lease_machines_commit_known, as SQL literals (+name+ quoted already).
-      def commit_known_arguments(name, known, carried, slots, row, event, issued)
-        kind, at, owner, token, expires_at, revision, reason, replaced_owner, replaced_token, replaced_expires_at,
-          highest = event
+      # The parameters of lease_machines_commit_known.
+      def commit_known_params(resource, known, carried, slots, row, event, issued)
         history = issued && known.history
-        values = [*columns_of(known.row), slots ? true : false, carried, carried && CARRIED_WITHIN,
-                  history && known.epoch, history, !row.nil?, *(row ? columns_of(row) : Array.new(6)),
-                  kind, at, signed(owner), token, expires_at, revision, reason, signed(replaced_owner), replaced_token,
-                  replaced_expires_at, highest, @keep_events, @events_max_age]
-        [name, *values.map { literal(_1) }].join(", ")
+        _, params = log_event(resource, 0, event)
+        [resource, *columns_of(known.row), slots ? true : false, carried, carried && CARRIED_WITHIN,
+         history && known.epoch, history, !row.nil?, *(row ? columns_of(row) : Array.new(6)), *params.drop(2)]
       end
 
       # Remembers the answer of a refused commit (+values+: the row as it is now, the server's clock, whether it has

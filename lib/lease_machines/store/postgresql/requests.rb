@@ -24,44 +24,44 @@ module LeaseMachines
       ENSURE_ROW = "INSERT INTO lease_machines_leases (resource) VALUES ($1) ON CONFLICT (resource) DO NOTHING"
       # The server's clock, read after the row's lock: statements of one pipeline run in order.
       CLOCK = "SELECT extract(epoch FROM clock_timestamp())::float8"
-      # The same for a decision's simple query, each double as its 8 bytes in hex (whatever bytea_output says), in
-      # one statement: the row is locked inside a materialized CTE, whose rows reach the outer SELECT only once
-      # locked, so the clock in the outer list is read after the lock (and not at all without a row). MATERIALIZED
-      # needs PostgreSQL 12 or newer (the store's minimum).
-      LOCK_ROW_BYTES = "WITH locked AS MATERIALIZED (SELECT #{LEASE_COLUMNS} FROM lease_machines_leases " \
-                       "WHERE resource = %s FOR UPDATE) SELECT owner, token, encode(float8send(expires_at), 'hex'), " \
-                       "last_issued, encode(float8send(observed), 'hex'), revision%s FROM locked".freeze
-      CLOCK_BYTES = ", encode(float8send(extract(epoch FROM clock_timestamp())::float8), 'hex')"
-      # A semaphore's slots above 0, locked (after slot 0's row, which every request on the resource locks first)
-      # and read, doubles as bytes; then the server's clock, read after every lock.
-      LOCK_SLOTS_BYTES = "SELECT slot, owner, token, encode(float8send(expires_at), 'hex'), last_issued, " \
-                         "encode(float8send(observed), 'hex'), revision FROM lease_machines_slots " \
-                         "WHERE resource = %s ORDER BY slot FOR UPDATE".freeze
+      # The same for a decision, each double as its 8 bytes in hex (whatever bytea_output says), in one statement:
+      # the row is locked inside a materialized CTE, whose rows reach the outer SELECT only once locked, so the clock
+      # in the outer list is read after the lock (and not at all without a row). MATERIALIZED needs PostgreSQL 12 or
+      # newer (the store's minimum).
+      LOCK_ROW_TEMPLATE = "WITH locked AS MATERIALIZED (SELECT #{LEASE_COLUMNS} FROM lease_machines_leases " \
+                          "WHERE resource = $1 FOR UPDATE) SELECT owner, token, encode(float8send(expires_at), " \
+                          "'hex'), last_issued, encode(float8send(observed), 'hex'), revision%s FROM locked"
       CLOCK_AFTER = "SELECT encode(float8send(extract(epoch FROM clock_timestamp())::float8), 'hex')"
-      WRITE_SLOT_LITERAL = "INSERT INTO lease_machines_slots (resource, slot, #{LEASE_COLUMNS}) " \
-                           "VALUES (%7$s, %8$s, %1$s, %2$s, %3$s, %4$s, %5$s, %6$s) ON CONFLICT (resource, slot) " \
-                           "DO UPDATE SET owner = excluded.owner, token = excluded.token, " \
-                           "expires_at = excluded.expires_at, last_issued = excluded.last_issued, " \
-                           "observed = excluded.observed, revision = excluded.revision".freeze
-      WRITE_ROW_LITERAL = "UPDATE lease_machines_leases SET owner = %s, token = %s, expires_at = %s, " \
-                          "last_issued = %s, observed = %s, revision = %s WHERE resource = %s"
+      LOCK_ROW = format(LOCK_ROW_TEMPLATE, "").freeze
+      LOCK_ROW_CLOCK = format(LOCK_ROW_TEMPLATE, CLOCK_AFTER.sub("SELECT ", ", ")).freeze
+      # A semaphore's slots above 0, locked (after slot 0's row, which every request on the resource locks first)
+      # and read, doubles as bytes; then the server's clock (CLOCK_AFTER), read after every lock.
+      LOCK_SLOTS = "SELECT slot, owner, token, encode(float8send(expires_at), 'hex'), last_issued, " \
+                   "encode(float8send(observed), 'hex'), revision FROM lease_machines_slots " \
+                   "WHERE resource = $1 ORDER BY slot FOR UPDATE"
+      WRITE_SLOT = "INSERT INTO lease_machines_slots (resource, slot, #{LEASE_COLUMNS}) " \
+                   "VALUES ($7, $8, $1, $2, $3, $4, $5, $6) ON CONFLICT (resource, slot) " \
+                   "DO UPDATE SET owner = excluded.owner, token = excluded.token, " \
+                   "expires_at = excluded.expires_at, last_issued = excluded.last_issued, " \
+                   "observed = excluded.observed, revision = excluded.revision".freeze
+      WRITE_ROW = "UPDATE lease_machines_leases SET owner = $1, token = $2, expires_at = $3, " \
+                  "last_issued = $4, observed = $5, revision = $6 WHERE resource = $7"
       OWN_MARK = "SELECT current_setting('lease_machines.own', true)"
       private_constant :LEASE_COLUMNS, :BEGIN_OWN, :OWN, :MARK_OWN, :SET_TIMEOUT, :SET_DURABLE, :SET_OWN, :ENSURE_ROW,
-                       :CLOCK, :LOCK_ROW_BYTES, :CLOCK_BYTES, :LOCK_SLOTS_BYTES, :CLOCK_AFTER, :WRITE_SLOT_LITERAL,
-                       :WRITE_ROW_LITERAL, :OWN_MARK
+                       :CLOCK, :LOCK_ROW_TEMPLATE, :CLOCK_AFTER, :LOCK_ROW, :LOCK_ROW_CLOCK, :LOCK_SLOTS, :WRITE_SLOT,
+                       :WRITE_ROW, :OWN_MARK
 
       private
 
       # A request's first statements: the transaction's opening, and the resource's row made to exist unless a
-      # committed request of this store has seen it. Returns [the quoted name, statements]; the request is remembered
-      # for its close (the quoted name, and whether to learn the row).
+      # committed request of this store has seen it. The request is remembered for its close (the resource, and
+      # whether to learn the row).
       def opening_request(resource)
         known = @known_rows.key?(resource)
-        name = @connection.escape_literal(resource)
-        @request = [resource, name, known]
+        @request = [resource, resource, known]
         statements = [*@opening]
-        statements << ENSURE_ROW.sub("$1") { name } unless known
-        [name, statements]
+        statements << [ENSURE_ROW, [resource]] unless known
+        statements
       end
 
       # The resource's locked row from +result+; StoreError when it is gone (deleted while the request waited for its
@@ -78,9 +78,9 @@ module LeaseMachines
       # connection, marked as the store's too (a savepoint and a setting, for #rollback_own). A connection the store
       # opened needs no mark: every transaction on it is the store's.
       def opening(lock_timeout)
-        return [[BEGIN_OWN], [SET_DURABLE, [lock_timeout]]] if @owned
+        return [[BEGIN_OWN], own(SET_DURABLE, [lock_timeout])] if @owned
 
-        [[BEGIN_OWN], [MARK_OWN], [SET_OWN, [lock_timeout]]]
+        [[BEGIN_OWN], [MARK_OWN], own(SET_OWN, [lock_timeout])]
       end
 
       # The statements that open a decision's transaction, its simple query's first part: the same settings as
@@ -98,14 +98,11 @@ module LeaseMachines
         statements.freeze
       end
 
+      # The UPDATE of +resource+'s row to +row+ (owners as signed bigints).
+      def write_row(resource, row) = [WRITE_ROW, [*columns_of(row), resource]]
 
-      # The UPDATE of the row named +name+ (quoted by libpq) to +row+ as SQL: integers written by Integer#to_s,
-      # doubles by Float#to_s (the shortest text that reads back as the same double, quoted: Infinity and NaN too),
-      # nil as NULL.
-      def write_literal(name, row) = format(WRITE_ROW_LITERAL, *literals(row), name)
-
-      # The upsert of +slot+'s row (above 0) of the resource named +name+, as #write_literal writes a row.
-      def write_slot_literal(name, slot, row) = format(WRITE_SLOT_LITERAL, *literals(row), name, Integer(slot).to_s)
+      # The upsert of +slot+'s row (above 0) of +resource+, as #write_row writes a row.
+      def write_slot(resource, slot, row) = [WRITE_SLOT, [*columns_of(row), resource, Integer(slot)]]
     end
   end
 end

@@ -15,10 +15,10 @@ module LeaseMachines
       SYSTEM = "SELECT system_identifier::text FROM pg_control_system()"
       # The epoch taken in a new history, in the decision's own transaction, with its first grant: never lower than
       # one a concurrent first grant of the same history took.
-      WRITE_HISTORY_LITERAL = "INSERT INTO lease_machines_history (id, epoch, history) VALUES (1, %s, %s) " \
+      WRITE_HISTORY = "INSERT INTO lease_machines_history (id, epoch, history) VALUES (1, $1, $2) " \
                               "ON CONFLICT (id) DO UPDATE SET epoch = GREATEST(lease_machines_history.epoch, " \
                               "excluded.epoch), history = excluded.history"
-      private_constant :EPOCH_READ, :SYSTEM, :WRITE_HISTORY_LITERAL
+      private_constant :EPOCH_READ, :SYSTEM, :WRITE_HISTORY
 
       private
 
@@ -43,7 +43,6 @@ module LeaseMachines
         epoch, history, timeline = values
         now = "#{system}/#{format("%08X", Integer(timeline))}"
         @history = now
-        @history_literal = @connection.escape_literal(now)
         @new_epoch = nil
         return Integer(epoch) if epoch && history == now
 

@@ -7,7 +7,17 @@
 module LeaseMachines
   class Store
     class PostgreSQL < Adapter
+      # One of the store's own statements: its SQL (with $1, $2, ... parameters), its parameters (sent as text, whatever
+      # the connection's type map) and its result format. With prepared statements, a named prepared statement.
+      Prepared = Struct.new(:sql, :params, :format)
+      # Which of the store's statement names the session has prepared, and their text.
+      PREPARED = "SELECT name, statement FROM pg_prepared_statements WHERE name = ANY ($1::text[])"
+      private_constant :Prepared, :PREPARED
+
       private
+
+      # The store's own statement +sql+ with +params+, for #pipeline.
+      def own(sql, params = [], format = 0) = Prepared.new(sql, params, format)
 
       # A new connection to +url+; a failure's message never carries the password.
       def connect(url)
@@ -17,27 +27,130 @@ module LeaseMachines
         raise ::PG::ConnectionBad, message, cause: nil # the driver's own error may quote the password
       end
 
-      # Runs +statements+ ([sql, params] each) in one round trip, in pipeline mode, and returns their results.
-      # The first failed statement's error is raised (the ones after it were skipped by the server).
+      # Runs +statements+ in one round trip, in pipeline mode, and returns their results. Each is [sql, params,
+      # result format] (an unnamed statement: an application's, or one without parameters), or the store's own
+      # (Prepared, #own): with prepared statements a named one, prepared in the same round trip the first time the
+      # connection's session runs it; without, unnamed. The first failed
+      # statement's error is raised (the ones after it were skipped by the server).
       def pipeline(statements)
         settle unless @connection.pipeline_status == ::PG::PQ_PIPELINE_OFF
+        prepared_names if @prepared # read from the session first, when that is needed
         @connection.enter_pipeline_mode
         begin
-          statements.each { |sql, params, format| @connection.send_query_params(sql, params || [], format || 0) }
+          @preparing = Set.new
+          sent = statements.flat_map { send_statement(_1) }
           @connection.pipeline_sync
           deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + @answer_within
-          results = statements.map do
+          results = sent.filter_map do |prepared|
             result = answer(deadline) or raise ::PG::ConnectionBad, "the server sent no result: #{lost}"
             answer(deadline) # nil: the end of this statement's results
-            result
+            next result unless prepared
+
+            prepared_names << prepared if result.result_status == ::PG::PGRES_COMMAND_OK
+            result.check unless result.result_status == ::PG::PGRES_PIPELINE_ABORTED
+            nil
           end
           answer(deadline) # the sync point
           results.each { |result| result.check unless result.result_status == ::PG::PGRES_PIPELINE_ABORTED }
           results
+        rescue ::PG::Error => e
+          lost_prepared(e)
+          raise
         ensure
           leave_pipeline
         end
       end
+
+      # Sends +statement+ into the pipeline: [the name of each statement prepared on the way, nil for the statement].
+      def send_statement(statement)
+        unless Prepared === statement
+          sql, params, format = statement
+          @connection.send_query_params(sql, params || [], format || 0)
+          return [nil]
+        end
+
+        params = statement.params.map { _1&.to_s } # text, whatever the connection's type map
+        unless @prepared
+          @connection.send_query_params(statement.sql, params, statement.format, all_strings)
+          return [nil]
+        end
+
+        name = statement_name(statement.sql)
+        prepared = prepared_names.include?(name) || @preparing.include?(name) ? [] : [name]
+        unless prepared.empty?
+          @connection.send_prepare(name, statement.sql)
+          @preparing << name
+        end
+        @connection.send_query_prepared(name, params, statement.format, all_strings)
+        prepared << nil
+      end
+
+      # The names this store prepared in the connection's session (a reconnect is a new session, with none). After a
+      # round trip that found them otherwise (#lost_prepared: a DISCARD ALL, a pooler's new server connection), read
+      # from the session (pg_prepared_statements).
+      def prepared_names
+        pid = @connection.backend_pid
+        return @prepared_names.last if @prepared_names&.first == pid
+
+        names = Set.new
+        resync(names) if @prepared_names&.first == :unknown
+        @prepared_names = [pid, names]
+        names
+      end
+
+      # Reads which of the store's statements the session has (into +names+), each by its name and its text: a name
+      # the session holds for other text is given up for a new one, so that the store never runs another's statement.
+      def resync(names)
+        listed = ::PG::TextEncoder::Array.new.encode(@statement_names.values)
+        found = @connection.exec_params(PREPARED, [listed]).values.to_h
+        @statement_names.each do |sql, name|
+          next unless found.key?(name)
+          next names << name if found[name] == sql
+
+          @statement_names[sql] = "#{name}_#{@statement_names.size + found.size}"
+        end
+      end
+
+      # A statement the session did not have, or had already: what it has is read again before the next round trip.
+      def lost_prepared(error)
+        @prepared_names = [:unknown] if ::PG::InvalidSqlStatementName === error || ::PG::DuplicatePstatement === error
+      end
+
+      # The name of the store's prepared statement +sql+: lease_machines_ and a digest of its text (a name that is
+      # this statement's wherever it is prepared); on an application's connection with this store's own prefix too,
+      # so that two stores on one connection never prepare one name twice.
+      def statement_name(sql)
+        @statement_names[sql] ||= "lease_machines_#{@statement_prefix}#{Digest::SHA256.hexdigest(sql)[0, 16]}"
+      end
+
+      def all_strings = (@all_strings ||= ::PG::TypeMapAllStrings.new)
+
+      # Runs +statements+ in one round trip: each a String (a statement without parameters) or [sql, params] (the
+      # store's own statement with $1, $2, ... parameters). With prepared statements, in pipeline mode, the latter
+      # as named prepared statements (#pipeline); without, as one simple query, the parameters written into the
+      # SQL as literals (#literal: quoted by libpq, numbers by the store).
+      #
+      # A round trip that opens the store's transaction and finds the session without a statement the store prepared
+      # (DISCARD ALL, DEALLOCATE ALL, a pooler's new server connection), or with one it did not know of, is rolled
+      # back (nothing was written) and run again once, preparing what the session lacks.
+      def round_trip(statements)
+        unless @prepared
+          return simple(statements.map { |statement| String === statement ? statement : inline(*statement) })
+        end
+
+        entries = statements.map { |statement| String === statement ? [statement] : own(*statement) }
+        begin
+          pipeline(entries)
+        rescue ::PG::InvalidSqlStatementName, ::PG::DuplicatePstatement
+          raise unless statements.first == BEGIN_OWN && @connection.transaction_status == ::PG::PQTRANS_INERROR
+
+          @connection.exec("ROLLBACK")
+          pipeline(entries)
+        end
+      end
+
+      # +sql+ with its $N parameters replaced by the literals of +params+.
+      def inline(sql, params) = sql.gsub(/\$(\d+)/) { literal(params.fetch(Integer(Regexp.last_match(1), 10) - 1)) }
 
       # Runs +statements+ (SQL Strings) in one round trip, as one simple query, and returns their results. The first
       # failed statement's error is raised (the server skipped the ones after it).
@@ -105,10 +218,13 @@ module LeaseMachines
       # thread killed inside the block's query): a pipeline is synced and every result read until libpq lets it end
       # (an interrupted pipeline may have sent statements without their sync point, whose results the server holds
       # back until one comes); results of a query still on their way are read and dropped.
+      #
+      # What the cut-short round trip prepared is not known: the next reads it from the session (#prepared_names).
       def settle
         return unless @connection.status == ::PG::CONNECTION_OK
 
         unless @connection.pipeline_status == ::PG::PQ_PIPELINE_OFF
+          @prepared_names = [:unknown] if @prepared
           @connection.pipeline_sync
           loop do
             result = @connection.get_result
