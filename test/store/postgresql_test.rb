@@ -232,9 +232,33 @@ class StorePostgreSQLTest < Minitest::Test
     assert_equal 2, conn.round_trips, "the commit's answer, then the commit of the decision made on it"
     assert_equal %i[rejected stale_token], [renewal.status, renewal.reason], "decided on the row as it is now"
     assert_equal [8, taken.lease.token], mine.checkpoint(resource: R).lease.then { [_1.owner, _1.token] }
-    conn.round_trips = 0
-    assert_predicate mine.renew(resource: R, owner: 8, token: taken.lease.token, ttl: 30.0), :renewed?
-    assert_equal 1, conn.round_trips, "its own commit left the row as it knows it"
+    trips = 3.times.map do
+      conn.round_trips = 0
+      assert_predicate mine.renew(resource: R, owner: 8, token: taken.lease.token, ttl: 30.0), :renewed?
+      conn.round_trips
+    end
+    assert_equal [2, 1, 1], trips, "read once under the lock (the row had moved), then quiet: as its commits left it"
+  end
+
+  # Where another store decides on the resource between this store's requests, each request reads the row under its
+  # lock, two round trips: never a commit refused first (three or four).
+  def test_a_resource_two_stores_take_turns_on_is_two_round_trips_a_decision_never_more
+    connections = [connection, connection]
+    stores = connections.map do |conn|
+      conn.singleton_class.prepend(RoundTrips)
+      open_store(conn)
+    end
+    token = stores[0].acquire(resource: R, owner: 7, ttl: 30.0).lease.token
+    trips = 6.times.map do |turn|
+      conn = connections[turn % 2]
+      conn.round_trips = 0
+      decision = stores[turn % 2].renew(resource: R, owner: 7, token: token, ttl: 30.0)
+      assert_predicate decision, :renewed?
+      conn.round_trips
+    end
+    # The first renewal is on the row the acquire left (one); then each finds the other's commit: answered once (two),
+    # then read under the lock (two).
+    assert_equal [1, 2, 2, 2, 2, 2], trips
   end
 
   # The instant of a decision on a known row is the server's clock as the store last read it, carried forward by

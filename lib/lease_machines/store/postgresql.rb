@@ -21,7 +21,9 @@ module LeaseMachines
     # (lease_machines_commit_known, a compare-and-set in the schema) writes only if the row is still that one, the
     # carried instant no later than the server's clock and at most CARRIED_WITHIN before it. Otherwise it writes
     # nothing and answers the row as it is now, with the server's clock, and the decision is made again on that
-    # answer (two round trips, as with a read); a second refusal has the next attempt read under the row's lock.
+    # answer (two round trips, as with a read); a second refusal has the next attempt read under the row's lock. A
+    # resource others decided on since this store's last commit is read under its lock (two round trips) until it is
+    # quiet again, so that contention never costs more round trips than reading every time.
     #
     # Every request runs READ COMMITTED with the resource's row locked (FOR UPDATE for a decision, FOR SHARE for a
     # fenced write), its lock waits bounded by lock_timeout (set for the transaction only), and its clock read with
@@ -200,7 +202,9 @@ module LeaseMachines
         @kept_timeouts = {}
         # The resources whose rows this store has read (the store never deletes one).
         @known_rows = {}
+        # The rows this store knows without reading them (KnownRows), and the rows its last commits left.
         @known = {}
+        @committed = {}
         @opening = decision_opening
         begin
           prepare_schema(migrate)

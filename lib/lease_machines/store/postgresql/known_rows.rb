@@ -82,6 +82,7 @@ module LeaseMachines
       # Forgets every known row and the server's clock (a reconnect may reach another server).
       def forget_known
         @known&.clear
+        @committed&.clear
         @server_clock = nil
       end
 
@@ -90,7 +91,8 @@ module LeaseMachines
       # opening and COMMIT. Without a round trip, CONFLICT for a decision only a read can commit (one in another slot,
       # or one that issued a token in a history the store has not recorded yet). When the row moved (or the carried
       # instant is refused), nothing was written: the answer is remembered (unless this request was decided on an
-      # answer already: then the next reads, under the row's lock) and the request answers CONFLICT.
+      # answer already: then the next reads, under the row's lock) and the request answers CONFLICT. A commit decided
+      # on an answer leaves the next request to read the row (#remember_read: until it is quiet).
       def close_known(resource, request, slot, row, event, issued)
         _, _, known, carried, slots = request
         return CONFLICT unless slot.zero? && (issued.nil? || known.history)
@@ -99,7 +101,10 @@ module LeaseMachines
         results = finish { round_trip([*@opening, commit, "COMMIT"]) }
         answer = raw(results[-2])
         if answer.ntuples.zero?
-          remember(resource, Known.new(row || known.row, known.epoch, known.history, slots || known.no_slots))
+          committed(resource, row || known.row)
+          # Decided on an answer, the row had moved since this store's last commit: the next request reads.
+          remember(resource, Known.new(row || known.row, known.epoch, known.history, slots || known.no_slots)) \
+            unless known.answer
           return nil
         end
 
@@ -110,10 +115,25 @@ module LeaseMachines
       # After a commit that read the row first (+read+: the Known it read, +slot+ the slot written): the row as the
       # commit left it (+row+, or the one read when nothing changed), in the token epoch now recorded when the commit
       # recorded it (a first grant in a new history, that +issued+ a token).
+      #
+      # Only where the row read is the one this store's last commit of it left (or the store never committed it): a
+      # resource that others decide on between this store's requests would have its next commit refused and answered
+      # (a round trip lost), so it is read under its lock until it is quiet again.
       def remember_read(resource, read, slot, row, issued)
+        left = slot.zero? && row || read.row
+        quiet = !@committed.key?(resource) || @committed[resource] == read.row
+        committed(resource, left)
+        return unless quiet
+
         history = read.history || (@history if issued && slot.zero?)
-        remember(resource, Known.new(slot.zero? && row || read.row, read.epoch, history,
-                                     slot.zero? ? read.no_slots : false))
+        remember(resource, Known.new(left, read.epoch, history, slot.zero? ? read.no_slots : false))
+      end
+
+      # Keeps +row+ as the one this store's last commit left of +resource+ (up to KNOWN resources).
+      def committed(resource, row)
+        @committed.delete(resource)
+        @committed[resource] = row
+        @committed.shift if @committed.size > KNOWN
       end
 
       # The parameters of lease_machines_commit_known.
