@@ -68,7 +68,7 @@ namespace :bench do
   desc "What the event log costs per decision on PostgreSQL (a throwaway cluster, Unix socket) and SQLite: " \
        "transactions of a decision's shape with the row's UPDATE alone, + one plain INSERT, + the store's logging " \
        "and pruning (keep_events 1000, and 1,000,000: nothing pruned), wall and server/process CPU per transaction " \
-       "(BENCH_EVENT_LOG_N per round, default 200; prints Markdown tables; about a minute)"
+       "(BENCH_EVENT_LOG_N per round, default 1000; prints Markdown tables; about a minute)"
   task event_log: :compile do
     sh FileUtils::RUBY, "-Ilib", "bench/event_log.rb"
   end
