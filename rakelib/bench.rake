@@ -38,10 +38,13 @@ namespace :bench do
   end
 
   desc "Lock cycles and renewals per second of the SQLite, PostgreSQL and MySQL stores against one-statement " \
-       "upserts, with_advisory_lock and Redis, on throwaway servers (STORES=mysql,...: only those; prints " \
-       "docs/performance.md's tables; about two minutes)"
+       "upserts, with_advisory_lock and Redis, on throwaway servers, from one process, then from many " \
+       "(bench:workers; BENCH_WORKERS=none: not) (STORES=mysql,...: only those; prints docs/performance.md's " \
+       "tables and writes its chart; about two minutes, then ten)"
   task stores: :compile do
     sh FileUtils::RUBY, "-Ilib", "bench/stores.rb"
+    many = ENV.fetch("STORES", "sqlite,postgresql,redis").split(",").map(&:strip) & %w[sqlite postgresql redis]
+    sh FileUtils::RUBY, "-Ilib", "bench/workers.rb" unless ENV["BENCH_WORKERS"] == "none" || many.empty?
   end
 
   desc "Many worker processes at once (BENCH_WORKERS=1,4,16,64) on distinct resources and on one: decisions/s and " \
