@@ -133,12 +133,14 @@ module LeaseMachines
       foreign = keywords - adapter.options
       return if foreign.empty?
 
-      owner = [Redis, PostgreSQL].find { (foreign - _1.options).empty? }
-      unless owner
-        raise ArgumentError, "unknown keyword#{"s" if foreign.size > 1}: #{foreign.map(&:inspect).join(", ")}"
+      owners = foreign.group_by { |keyword| [Redis, PostgreSQL].find { _1.options.include?(keyword) } }
+      if (unknown = owners[nil])
+        raise ArgumentError, "unknown keyword#{"s" if unknown.size > 1}: #{unknown.map(&:inspect).join(", ")}"
       end
 
-      raise ArgumentError, "only a #{owner.name.split("::").last} store takes #{foreign.map { "#{_1}:" }.join(", ")}"
+      raise ArgumentError, owners.map { |owner, taken|
+        "only a #{owner.name.split("::").last} store takes #{taken.map { "#{_1}:" }.join(", ")}"
+      }.join("; ")
     end
 
     # Whether +database+ names a database (a path or URL), rather than being an open connection.

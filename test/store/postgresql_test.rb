@@ -192,11 +192,21 @@ class StorePostgreSQLTest < Minitest::Test
     owned.database.exec("DEALLOCATE ALL")
     token = owned.acquire(resource: "owned", owner: 7, ttl: 30.0).lease.token
     assert_equal 2, token, "a request that prepares what it runs works on"
+    # A fenced write too, in the store's own transaction or in the application's (whose transaction goes on).
+    owned.database.exec("DEALLOCATE ALL")
+    owned.fenced(resource: "owned", token: token) { nil }
+    joined = open_store(given, prepared_statements: true)
+    joined_token = joined.acquire(resource: "given", owner: 8, ttl: 30.0).lease.token
+    given.exec("DEALLOCATE ALL")
+    given.transaction do
+      given.exec("CREATE TABLE joined_write (token bigint)")
+      joined.fenced(resource: "given", token: joined_token) { given.exec("INSERT INTO joined_write VALUES (1)") }
+    end
+    assert_equal [["1"]], given.exec("SELECT token FROM joined_write").values
     # When the store reads what the session has, a name of its own that the session holds for other text is given
     # up: the store never runs another's statement.
     commit = LeaseMachines::Store::PostgreSQL.const_get(:COMMIT_KNOWN) # a renewal on a known row runs it
-    victim = owned.database.exec_params("SELECT name FROM pg_prepared_statements WHERE statement = $1", [commit])
-                  .getvalue(0, 0)
+    victim = "lease_machines_#{Digest::SHA256.hexdigest(commit)[0, 16]}" # its name, a digest of its text
     owned.database.exec("DEALLOCATE ALL")
     owned.database.exec("PREPARE #{victim} AS SELECT 1")
     adapter = owned.instance_variable_get(:@adapter)
@@ -208,12 +218,18 @@ class StorePostgreSQLTest < Minitest::Test
     assert_equal [commit], statements.filter_map { |name, sql| sql if name.start_with?("#{victim}_") },
                  "the statement it named so was prepared under another name"
     assert_equal [nil, 2], [owned.checkpoint(resource: "owned").lease, owned.checkpoint(resource: "owned").last_issued]
-    assert_equal %i[acquired renewed write_accepted released acquired renewed released],
+    assert_equal %i[acquired renewed write_accepted released acquired write_accepted renewed released],
                  owned.events(resource: "owned").map(&:kind), "each request once"
 
     assert_raises(TypeError) { open_store(prepared_statements: "yes") }
     error = assert_raises(ArgumentError) { LeaseMachines::Store.new(":memory:", prepared_statements: false) }
     assert_equal "only a PostgreSQL store takes prepared_statements:", error.message
+    error = assert_raises(ArgumentError) do
+      LeaseMachines::Store.new(":memory:", strict: :fsync, prepared_statements: 1)
+    end
+    assert_equal "only a Redis store takes strict:; only a PostgreSQL store takes prepared_statements:", error.message
+    error = assert_raises(ArgumentError) { LeaseMachines::Store.new(":memory:", colour: 1, prepared_statements: 1) }
+    assert_equal "unknown keyword: :colour", error.message
   end
 
   # Another store's commit moves the row: the first store's commit finds it moved, writes nothing and answers the row
@@ -282,6 +298,35 @@ class StorePostgreSQLTest < Minitest::Test
       assert_operator renewed.lease.expires_at, :>=, before + 30.0, off
       assert_operator renewed.lease.expires_at, :<=, after + 30.0, "#{off}: decided at the server's clock"
     end
+  end
+
+  # What the store knew of rows is its session's: a connection that reconnected (an application's, which the store
+  # does not reset itself) may have reached another server, so the next decision reads the row (and the server's
+  # history) again.
+  def test_what_the_store_knew_is_forgotten_when_its_connection_reconnects
+    conn = connection
+    conn.singleton_class.prepend(RoundTrips)
+    store = open_store(conn)
+    token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
+    conn.reset
+    conn.round_trips = 0
+    assert_predicate store.renew(resource: R, owner: 7, token: token, ttl: 30.0), :renewed?
+    assert_equal 3, conn.round_trips, "the server's identity, then the row read and the commit"
+  end
+
+  # A decision that issues a token on a known row commits only in the server's own history as it is now: a database
+  # restored or copied onto another server (its history row naming the old one) is decided on by reading, which
+  # moves the token epoch, never in the old epoch.
+  def test_a_token_on_a_known_row_is_issued_only_in_the_servers_own_history
+    store = open_store
+    token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
+    assert_predicate store.release(resource: R, owner: 7, token: token), :released?
+    copied = "7000000000000000001/00000001" # another server's history, as a copy of the database would carry it
+    admin.exec_params("UPDATE #{@schema}.lease_machines_history SET history = $1", [copied])
+    known = store.instance_variable_get(:@adapter).instance_variable_get(:@known).fetch(R)
+    known.history = copied # as a store that learnt the row on that other server would know it
+    granted = store.acquire(resource: R, owner: 8, ttl: 30.0).lease.token
+    assert_operator granted, :>, 2**LeaseMachines::TOKEN_EPOCH_BITS, "a token of a new epoch, not #{token + 1}"
   end
 
   # A database whose schema an earlier version made has no lease_machines_commit_known: a store that may write its

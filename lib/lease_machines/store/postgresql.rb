@@ -256,7 +256,7 @@ module LeaseMachines
                              "cannot hold"
       end
 
-      # One round trip (a simple query): BEGIN, the transaction's settings, the resource's row made to exist
+      # One round trip (#round_trip): BEGIN, the transaction's settings, the resource's row made to exist
       # (unless a committed request of this store has seen it) and locked FOR UPDATE, read, with the server's clock
       # when +clock+, and the token epoch (#epoch_of). Returns [row, now or nil, epoch]. No round trip for a row this
       # store knows (#open_known): its close commits in one.
@@ -275,7 +275,7 @@ module LeaseMachines
         [row, now, epoch]
       end
 
-      # One round trip (a simple query), as #open_request's, for a semaphore: slot 0's row made to exist and locked,
+      # One round trip (#round_trip), as #open_request's, for a semaphore: slot 0's row made to exist and locked,
       # then every other slot row of the resource, then the server's clock when +clock+. Returns [rows, now or nil],
       # rows[i] slot i's columns (nil for a slot without a row). No round trip for a resource this store knows to
       # have no slot rows (#open_known).
@@ -298,7 +298,7 @@ module LeaseMachines
         [rows, now, epoch]
       end
 
-      # One round trip (a simple query): +row+ written into +slot+ (nil: nothing changed; slot 0 is the resource's
+      # One round trip (#round_trip): +row+ written into +slot+ (nil: nothing changed; slot 0 is the resource's
       # own row) and COMMIT. The row is known to exist from then on, and only then (a request that rolled back may
       # have made it exist in its own transaction only). A connection lost on the way raises StoreError saying that
       # whether the transaction committed is unknown.
@@ -354,7 +354,17 @@ module LeaseMachines
         statements = opening + reads + [own(TRANSACTION, [], BINARY), own(EPOCH_READ)]
         statements << own(CLOCK, [], BINARY) if clock
         system = system_identifier
-        results = pipeline(statements)
+        results = begin
+          pipeline(statements)
+        rescue ::PG::InvalidSqlStatementName, ::PG::DuplicatePstatement
+          raise unless @prepared
+
+          # The session lost the store's prepared statements (ActiveRecord's reset! runs DISCARD ALL): nothing was
+          # written yet, so the opening is undone and sent again, preparing what the session lacks.
+          undo = savepoint ? "ROLLBACK TO SAVEPOINT #{savepoint}; RELEASE SAVEPOINT #{savepoint}" : "ROLLBACK"
+          @connection.exec(undo)
+          pipeline(statements)
+        end
         @kept_timeouts[savepoint] = results[1].getvalue(0, 0) if savepoint
         at = opening.size
         @fence_transactions[savepoint || :own] = integer(raw(results[at + 2]).getvalue(0, 0))

@@ -136,8 +136,9 @@ $$;
 -- the decision is written (and its event logged) only if the row is still the one the decision was made on, column
 -- for column; if its instant was carried from an earlier reading of the server's clock, no later than the clock now
 -- and at most carried_within seconds before it; if it was made on no slot rows, none exist; and if it issued a token,
--- the token epoch it was made in is still the recorded one, in the same history, and the server still writes that
--- history's timeline (issued_history ends with it: "SYSTEM/TIMELINE"). Then it answers no rows. Otherwise
+-- the token epoch it was made in is still the recorded one, in the same history, and that history is the server's
+-- own as it is now (its system identifier and the timeline of the WAL it writes: "SYSTEM/TIMELINE"). Then it
+-- answers no rows. Otherwise
 -- nothing is written, and it answers the row as it is now (its doubles as float8send's bytes in hex; all NULL when the
 -- row is gone), the server's clock read after the lock, whether the resource has no slot rows, and the token epoch
 -- (as the store's decisions read it), for the store to decide again on. It compares and copies; it decides nothing.
@@ -171,8 +172,8 @@ BEGIN
      AND (NOT known_no_slots OR NOT EXISTS (SELECT 1 FROM lease_machines_slots s WHERE s.resource = known_resource))
      AND (issued_epoch IS NULL OR (EXISTS (SELECT 1 FROM lease_machines_history h
                                            WHERE h.id = 1 AND h.epoch = issued_epoch AND h.history = issued_history)
-                                   AND right(issued_history, 8) = upper(substr(pg_walfile_name(pg_current_wal_lsn()),
-                                                                               1, 8))))
+                                   AND issued_history = (SELECT system_identifier::text FROM pg_control_system())
+                                                        || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)))
   THEN
     IF written THEN
       UPDATE lease_machines_leases l SET owner = new_owner, token = new_token, expires_at = new_expires_at,

@@ -21,9 +21,9 @@ module LeaseMachines
       COMMIT_KNOWN_DEFINITION = /^CREATE OR REPLACE FUNCTION lease_machines_commit_known\(.*?^\$\$;$/m
       # What the store remembers of a resource: its slot 0 +row+ (the decision's columns), the token +epoch+ a
       # decision on it is made in, the +history+ that epoch was recorded in (nil: a first grant in this history must
-      # record it, which only a read can), whether it has +no_slots+ rows (nil: not known), the server's clock it was
-      # read at (+read_at+, Float seconds; nil: carried) and whether it is a refused commit's +answer+.
-      Known = Struct.new(:row, :epoch, :history, :no_slots, :read_at, :answer)
+      # record it, which only a read can), whether it has +no_slots+ rows (nil: not known), and whether it is a
+      # refused commit's +answer+ (whose clock reading the store carries forward from then on).
+      Known = Struct.new(:row, :epoch, :history, :no_slots, :answer)
       private_constant :KNOWN, :CARRIED_WITHIN, :COMMIT_KNOWN, :HAS_COMMIT_KNOWN, :COMMIT_KNOWN_DEFINITION,
                        :Known
 
@@ -41,18 +41,31 @@ module LeaseMachines
       end
 
       # The resource as this store knows it, opened without a round trip: [rows (the block makes them of slot 0's
-      # row), the instant (the server's clock, carried or as a refused commit read it; nil without +clock+), the token
-      # epoch]. Nil when the store does not know it, or cannot carry the server's clock, or (+slots+) does not know
-      # that it has no slot rows: then the request reads its rows.
+      # row), the instant (the server's clock carried forward, #carried_clock, which the commit checks; nil without
+      # +clock+), the token epoch]. Nil when the store does not know it (in this session: what it knew of another
+      # session, which may be another server's, is forgotten), or cannot carry the server's clock, or (+slots+) does
+      # not know that it has no slot rows: then the request reads its rows.
       def open_known(resource, clock, slots:)
+        same_session!
         known = @commit_known && @known.delete(resource)
         return nil unless known && (!slots || known.no_slots)
 
-        carried = clock && known.read_at.nil? ? carried_clock : nil
-        return nil if clock && known.read_at.nil? && carried.nil?
+        carried = clock ? carried_clock : nil
+        return nil if clock && carried.nil?
 
         @request = [resource, resource, true, known, carried, slots]
-        [yield(known.row), clock ? known.read_at || carried : nil, known.epoch]
+        [yield(known.row), carried, known.epoch]
+      end
+
+      # Forgets what the store knew of rows and of the server's clock when the connection's session is another than
+      # the one it learnt them in (a reset connection, an application's connection that reconnected, maybe to
+      # another server).
+      def same_session!
+        pid = @connection.backend_pid
+        return if @known_pid == pid
+
+        forget_known
+        @known_pid = pid
       end
 
       # The server's clock as this store last read it, carried forward by this process's monotonic clock; nil before
@@ -66,6 +79,7 @@ module LeaseMachines
 
       # Keeps +seconds+, the server's clock just read, for #carried_clock.
       def clock_read(seconds)
+        same_session!
         @server_clock = [seconds, Process.clock_gettime(Process::CLOCK_MONOTONIC)]
         seconds
       end
@@ -75,6 +89,7 @@ module LeaseMachines
       def remember(resource, known)
         return unless @commit_known
 
+        same_session!
         @known[resource] = known
         @known.shift if @known.size > KNOWN
       end
@@ -153,8 +168,9 @@ module LeaseMachines
         return if twice
 
         number = epoch_of([epoch, history, timeline], system_identifier)
-        remember(resource, Known.new(text_columns(columns), number, @new_epoch ? nil : @history, no_slots == "t",
-                                     clock_read(bytes_float(clock)), true))
+        clock_read(bytes_float(clock))
+        history = @new_epoch ? nil : @history
+        remember(resource, Known.new(text_columns(columns), number, history, no_slots == "t", true))
       end
     end
   end

@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
 # A request's statements on the PostgreSQL store: the store's own transaction opened (and marked as the store's on
-# an application's connection), a decision's row made to exist, locked and read with the server's clock in one
-# simple query, and written back as literals.
+# an application's connection), a decision's row made to exist, locked and read with the server's clock in one round
+# trip, and written back: each statement with $1, $2, ... parameters, prepared or written as literals (#round_trip).
 
 module LeaseMachines
   class Store
@@ -83,7 +83,7 @@ module LeaseMachines
         [[BEGIN_OWN], [MARK_OWN], own(SET_OWN, [lock_timeout])]
       end
 
-      # The statements that open a decision's transaction, its simple query's first part: the same settings as
+      # The statements that open a decision's transaction, its round trip's first part: the same settings as
       # #opening, as utility statements (which PostgreSQL runs without planning). The lock timeout is the store's
       # own Integer milliseconds, never the caller's text.
       def decision_opening
