@@ -354,17 +354,8 @@ module LeaseMachines
         statements = opening + reads + [own(TRANSACTION, [], BINARY), own(EPOCH_READ)]
         statements << own(CLOCK, [], BINARY) if clock
         system = system_identifier
-        results = begin
-          pipeline(statements)
-        rescue ::PG::InvalidSqlStatementName, ::PG::DuplicatePstatement
-          raise unless @prepared
-
-          # The session lost the store's prepared statements (ActiveRecord's reset! runs DISCARD ALL): nothing was
-          # written yet, so the opening is undone and sent again, preparing what the session lacks.
-          undo = savepoint ? "ROLLBACK TO SAVEPOINT #{savepoint}; RELEASE SAVEPOINT #{savepoint}" : "ROLLBACK"
-          @connection.exec(undo)
-          pipeline(statements)
-        end
+        undo = savepoint ? "ROLLBACK TO SAVEPOINT #{savepoint}; RELEASE SAVEPOINT #{savepoint}" : "ROLLBACK"
+        results = opened_again(undo) { pipeline(statements) }
         @kept_timeouts[savepoint] = results[1].getvalue(0, 0) if savepoint
         at = opening.size
         @fence_transactions[savepoint || :own] = integer(raw(results[at + 2]).getvalue(0, 0))

@@ -113,7 +113,24 @@ module LeaseMachines
 
       # A statement the session did not have, or had already: what it has is read again before the next round trip.
       def lost_prepared(error)
-        @prepared_names = [:unknown] if ::PG::InvalidSqlStatementName === error || ::PG::DuplicatePstatement === error
+        @prepared_names = [:unknown] if unprepared.any? { _1 === error }
+      end
+
+      # What the server answers a statement the session lacks (26000) or has already (42P05). (The pg gem is loaded
+      # when the store opens, not with this file.)
+      def unprepared = [::PG::InvalidSqlStatementName, ::PG::DuplicatePstatement]
+
+      # Runs the block, a round trip that opens the store's transaction or savepoint; when the session lacked a
+      # statement the store prepared, or had one it did not know of (DISCARD ALL, which ActiveRecord's reset! runs, a
+      # pooler's new server connection), nothing was written: +undo+ ends what it opened, and the block runs once
+      # more, preparing what the session lacks (#lost_prepared had the names read again).
+      def opened_again(undo)
+        yield
+      rescue *unprepared
+        raise unless @prepared && @connection.transaction_status == ::PG::PQTRANS_INERROR
+
+        @connection.exec(undo)
+        yield
       end
 
       # The name of the store's prepared statement +sql+: lease_machines_ and a digest of its text (a name that is
@@ -129,24 +146,17 @@ module LeaseMachines
       # store's own statement with $1, $2, ... parameters). With prepared statements, in pipeline mode, the latter
       # as named prepared statements (#pipeline); without, as one simple query, the parameters written into the
       # SQL as literals (#literal: quoted by libpq, numbers by the store).
-      #
-      # A round trip that opens the store's transaction and finds the session without a statement the store prepared
-      # (DISCARD ALL, DEALLOCATE ALL, a pooler's new server connection), or with one it did not know of, is rolled
-      # back (nothing was written) and run again once, preparing what the session lacks.
+      # A round trip that opens the store's transaction is run again once when the session lost a prepared statement
+      # (#opened_again).
       def round_trip(statements)
         unless @prepared
           return simple(statements.map { |statement| String === statement ? statement : inline(*statement) })
         end
 
         entries = statements.map { |statement| String === statement ? [statement] : own(*statement) }
-        begin
-          pipeline(entries)
-        rescue ::PG::InvalidSqlStatementName, ::PG::DuplicatePstatement
-          raise unless statements.first == BEGIN_OWN && @connection.transaction_status == ::PG::PQTRANS_INERROR
+        return pipeline(entries) unless statements.first == BEGIN_OWN
 
-          @connection.exec("ROLLBACK")
-          pipeline(entries)
-        end
+        opened_again("ROLLBACK") { pipeline(entries) }
       end
 
       # +sql+ with its $N parameters replaced by the literals of +params+.
