@@ -53,6 +53,13 @@ class StorePostgreSQLTest < Minitest::Test
     LeaseMachines::Store.new(database, **options).tap { @stores << _1 }
   end
 
+  # A connection of its own whose round trips are counted (RoundTrips), and a store on it: [connection, store].
+  def counted_store(**options)
+    conn = connection
+    conn.singleton_class.prepend(RoundTrips)
+    [conn, open_store(conn, **options)]
+  end
+
   # Opens a transaction on +holder+ that holds the resource's row locked FOR UPDATE.
   def lock_row(holder)
     holder.exec("BEGIN")
@@ -119,9 +126,7 @@ class StorePostgreSQLTest < Minitest::Test
   def one_round_trip_on_known_rows(prepared)
     resource = "#{R}-#{prepared ? "prepared" : "unprepared"}"
     admin.exec("DROP TABLE IF EXISTS #{@schema}.report")
-    conn = connection
-    conn.singleton_class.prepend(RoundTrips)
-    store = open_store(conn, prepared_statements: prepared)
+    conn, store = counted_store(prepared_statements: prepared)
     conn.exec("CREATE TABLE report (token bigint)")
     counts = {}
     requests = {
@@ -235,9 +240,7 @@ class StorePostgreSQLTest < Minitest::Test
   # Another store's commit moves the row: the first store's commit finds it moved, writes nothing and answers the row
   # as it is now, and the decision is made again on that answer (two round trips), as on a row it read.
   def test_a_row_another_store_moved_is_answered_by_the_commit_and_decided_again
-    conn = connection
-    conn.singleton_class.prepend(RoundTrips)
-    mine = open_store(conn)
+    conn, mine = counted_store
     other = open_store
     token = mine.acquire(resource: R, owner: 7, ttl: 0.5).lease.token
     assert eventually(5) { server_now > mine.checkpoint(resource: R).lease.expires_at }
@@ -259,11 +262,7 @@ class StorePostgreSQLTest < Minitest::Test
   # Where another store decides on the resource between this store's requests, each request reads the row under its
   # lock, two round trips: never a commit refused first (three or four).
   def test_a_resource_two_stores_take_turns_on_is_two_round_trips_a_decision_never_more
-    connections = [connection, connection]
-    stores = connections.map do |conn|
-      conn.singleton_class.prepend(RoundTrips)
-      open_store(conn)
-    end
+    connections, stores = Array.new(2) { counted_store }.transpose
     token = stores[0].acquire(resource: R, owner: 7, ttl: 30.0).lease.token
     trips = 6.times.map do |turn|
       conn = connections[turn % 2]
@@ -282,9 +281,7 @@ class StorePostgreSQLTest < Minitest::Test
   # second before it (a process frozen between its decision and its commit): the decision is made again at the
   # server's clock as the commit read it.
   def test_a_carried_clock_the_server_disagrees_with_is_refused_and_the_decision_made_at_the_servers_clock
-    conn = connection
-    conn.singleton_class.prepend(RoundTrips)
-    store = open_store(conn)
+    conn, store = counted_store
     token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
     adapter = store.instance_variable_get(:@adapter)
     { "a minute ahead of the server" => 60.0, "ten seconds behind it" => -10.0 }.each do |off, seconds|
@@ -304,9 +301,7 @@ class StorePostgreSQLTest < Minitest::Test
   # does not reset itself) may have reached another server, so the next decision reads the row (and the server's
   # history) again.
   def test_what_the_store_knew_is_forgotten_when_its_connection_reconnects
-    conn = connection
-    conn.singleton_class.prepend(RoundTrips)
-    store = open_store(conn)
+    conn, store = counted_store
     token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
     conn.reset
     conn.round_trips = 0
@@ -334,9 +329,7 @@ class StorePostgreSQLTest < Minitest::Test
   def test_without_the_commit_function_every_decision_reads_its_row_first
     open_store.close
     admin.exec("DROP FUNCTION #{@schema}.lease_machines_commit_known")
-    conn = connection
-    conn.singleton_class.prepend(RoundTrips)
-    store = open_store(conn, migrate: false)
+    conn, store = counted_store(migrate: false)
     token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
     conn.round_trips = 0
     assert_predicate store.renew(resource: R, owner: 7, token: token, ttl: 30.0), :renewed?
@@ -349,9 +342,7 @@ class StorePostgreSQLTest < Minitest::Test
   end
 
   def test_statements_given_up_front_make_the_whole_fenced_write_two_round_trips
-    conn = connection
-    conn.singleton_class.prepend(RoundTrips)
-    store = open_store(conn)
+    conn, store = counted_store
     conn.exec("CREATE TABLE report (line text, token bigint)")
     token = store.acquire(resource: R, owner: 7, ttl: 30.0).lease.token
     conn.round_trips = 0
