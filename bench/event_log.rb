@@ -361,10 +361,7 @@ module Bench
         cluster = PostgresCluster.new.start(dir: File.join(@dir, "postgres")).tap { servers << _1 }
         bench = PostgreSQL.new(cluster.socket_url)
         puts "postgres:  PostgreSQL #{bench.version} over its Unix socket, fsync on, synchronous_commit on"
-        bench.warm_up
-        rows = EventLog.measure(bench.variants)
-        puts "postgres:  events per lease after timing: #{bench.counts}"
-        EventLog.report("PostgreSQL (Unix socket, one connection)", "server backend", rows)
+        measure(bench, "postgres: ", "PostgreSQL (Unix socket, one connection)", "server backend")
       ensure
         bench&.close
       end
@@ -373,12 +370,18 @@ module Bench
         bench = SQLite.new(File.join(@dir, "event_log.sqlite3"))
         puts "sqlite:    SQLite #{SQLite3::SQLITE_VERSION}, journal_mode #{bench.journal_mode}, synchronous " \
              "#{bench.synchronous} (2: FULL)"
-        bench.warm_up
-        rows = EventLog.measure(bench.variants)
-        puts "sqlite:    events per lease after timing: #{bench.counts}"
-        EventLog.report("SQLite (WAL, synchronous FULL, in this process)", "process", rows)
+        measure(bench, "sqlite:   ", "SQLite (WAL, synchronous FULL, in this process)", "process")
       ensure
         bench&.close
+      end
+
+      # Warms +bench+ up, times its variants and reports them under +title+, its CPU +whose+ (the lines it prints
+      # start with +tag+).
+      def measure(bench, tag, title, whose)
+        bench.warm_up
+        rows = EventLog.measure(bench.variants)
+        puts "#{tag} events per lease after timing: #{bench.counts}"
+        EventLog.report(title, whose, rows)
       end
     end
   end

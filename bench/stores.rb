@@ -107,14 +107,8 @@ module Bench
       def other = whole - client_cpu - (server_cpu || 0) - waiting
     end
 
-    class Run
-      def initialize
-        @dir = File.expand_path("../tmp/bench-stores-#{Process.pid}", __dir__)
-        @rows = []
-        @skipped = []
-        @notes = []
-        @closing = []
-      end
+    class Run < Bench::ServerRun
+      def initialize = super("stores")
 
       def call
         FileUtils.mkdir_p(@dir)
@@ -132,12 +126,7 @@ module Bench
         puts
         puts markdown
       ensure
-        @closing.reverse_each do |close|
-          close.call
-        rescue StandardError => e
-          warn "bench/stores.rb: cleaning up: #{e.class}: #{e.message}"
-        end
-        FileUtils.rm_rf(@dir)
+        close_all
       end
 
       private

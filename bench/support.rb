@@ -137,6 +137,32 @@ module Bench
     FileUtils.rm_rf(dir)
   end
 
+  # A benchmark's run on throwaway servers: its scratch directory (tmp/bench-NAME-PID), its rows, the rows it
+  # skipped and why, the notes it prints before its tables, and what to close at its end (#close_all).
+  class ServerRun
+    def initialize(name)
+      @name = name
+      @dir = File.expand_path("../tmp/bench-#{name}-#{Process.pid}", __dir__)
+      @rows = []
+      @skipped = []
+      @notes = []
+      @closing = []
+    end
+
+    private
+
+    # Closes what the run opened, the last first (a failure is told and the others still closed), then removes the
+    # scratch directory.
+    def close_all
+      @closing.reverse_each do |close|
+        close.call
+      rescue StandardError => e
+        warn "bench/#{@name}.rb: cleaning up: #{e.class}: #{e.message}"
+      end
+      FileUtils.rm_rf(@dir)
+    end
+  end
+
   def si(ips)
     return format("%.2fM", ips / 1e6) if ips >= 1e6
     return format("%.1fk", ips / 1e3) if ips >= 1e3

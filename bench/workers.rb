@@ -78,6 +78,15 @@ module Bench
       end
     end
 
+    # One of bench/stores.rb's locks on the worker's resource, as the worker's owner ("bench-N": the same value in
+    # each lock's own column or key).
+    module WorkerOwner
+      def initialize(target, resource:, owner:)
+        super(target, resource: resource)
+        @owner = "bench-#{owner}"
+      end
+    end
+
     # LeaseMachines::Store as a worker uses it: its own store (its own connection), its own owner.
     class StoreWorkerLock
       include Timed
@@ -122,11 +131,7 @@ module Bench
     # bench/stores.rb's count of round trips (a Ruby call around each, well under a microsecond), as the Redis one's.
     class PostgreSQLUpsertWorkerLock < Stores::PostgreSQLUpsertLock
       include Timed
-
-      def initialize(url, resource:, owner:)
-        super(url, resource: resource)
-        @owner = "bench-#{owner}"
-      end
+      include WorkerOwner
 
       def acquire = @connection.exec_params(ACQUIRE, [@resource, @ttl, @owner]).cmd_tuples == 1
       def release = @connection.exec_params(RELEASE, [@resource, @owner]).cmd_tuples == 1
@@ -135,11 +140,7 @@ module Bench
     # bench/stores.rb's SET NX PX + compare-and-delete, on the worker's resource and owner.
     class RedisWorkerLock < Stores::RedisLock
       include Timed
-
-      def initialize(client, resource:, owner:)
-        super(client, resource: resource)
-        @owner = "bench-#{owner}"
-      end
+      include WorkerOwner
 
       def acquire = @client.call("SET", @resource, @owner, "NX", "PX", @ttl) == "OK"
       def release = @client.call("EVAL", RELEASE, 1, @resource, @owner) == 1
@@ -178,14 +179,8 @@ module Bench
     Row = Data.define(:group, :name, :kind, :workers, :mode, :decisions, :cycles, :p50, :p99, :max, :errors,
                       :error, :cpu, :pressure, :flushes)
 
-    class Run
-      def initialize
-        @dir = File.expand_path("../tmp/bench-workers-#{Process.pid}", __dir__)
-        @rows = []
-        @skipped = []
-        @notes = []
-        @closing = []
-      end
+    class Run < Bench::ServerRun
+      def initialize = super("workers")
 
       def call
         FileUtils.mkdir_p(@dir)
@@ -199,12 +194,7 @@ module Bench
         puts Table.new(@rows, @skipped)
         write_svg
       ensure
-        @closing.reverse_each do |close|
-          close.call
-        rescue StandardError => e
-          warn "bench/workers.rb: cleaning up: #{e.class}: #{e.message}"
-        end
-        FileUtils.rm_rf(@dir)
+        close_all
       end
 
       private
@@ -252,7 +242,7 @@ module Bench
 
         cluster = Cluster.new.start(dir: File.join(@dir, "postgres"))
         @closing << -> { cluster.destroy }
-        settings = admin(cluster.socket_url) do |admin|
+        settings = PG.connect(cluster.socket_url) do |admin|
           %w[server_version fsync synchronous_commit max_connections].map { admin.exec("SHOW #{_1}").getvalue(0, 0) }
         end
         @notes << "postgres:  PostgreSQL #{settings[0]} in #{relative(cluster.dir)}, fsync #{settings[1]}, " \
@@ -260,14 +250,6 @@ module Bench
         require "active_record"
         require "with_advisory_lock"
         cluster
-      end
-
-      # A connection of the parent's, closed before any fork (a worker must not share its socket).
-      def admin(url)
-        connection = PG.connect(url)
-        yield connection
-      ensure
-        connection&.close
       end
 
       def groups
@@ -402,7 +384,7 @@ module Bench
       def wal_syncs(group)
         return unless group.wal
 
-        admin(group.wal) do |admin|
+        PG.connect(group.wal) do |admin| # the parent's, closed before any fork
           deadline = Workers.now + 5
           sleep 0.01 while Integer(admin.exec("SELECT count(*) FROM pg_stat_activity WHERE backend_type = " \
                                               "'client backend'").getvalue(0, 0)) > 1 && Workers.now < deadline
