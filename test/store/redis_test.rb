@@ -248,6 +248,75 @@ class StoreRedisTest < Minitest::Test
     assert_equal :rejected, open_store.acquire(resource: R, owner: 7, ttl: 30.0, now: 101.0).status, "still usable"
   end
 
+  # The claim of a change's commit that found the resource moved, as KEYS[1] holds it: [claim, claimant].
+  def claim = redis.call("HMGET", "lease_machines:{#{R}}:lease", "claim", "claimant")
+
+  # +store+, whose claims last +seconds+ (a loaded machine cannot stretch a step past them).
+  def claiming(store, seconds)
+    store.tap { _1.instance_variable_get(:@adapter).instance_variable_set(:@claim_us, (seconds * 1_000_000).to_s) }
+  end
+
+  def test_a_holders_renewal_that_found_the_row_moved_commits_before_another_stores_refusal
+    other = open_store(busy_timeout: 0.0)
+    other_refused = nil
+    calls = 0
+    holder = open_store(clock: lambda {
+      calls += 1
+      if calls == 3 # the holder's renewal found the row moved by the refusal below, and decides again on the answer
+        refute_nil claim.first, "the holder's claim"
+        other_refused = assert_raises(LeaseMachines::StoreError) do
+          other.acquire(resource: R, owner: 8, ttl: 30.0, now: 101.5)
+        end
+      end
+      100.0 + calls
+    })
+    claiming(holder, 10.0)
+    holder.acquire(resource: R, owner: 7, ttl: 30.0)
+    other.acquire(resource: R, owner: 8, ttl: 30.0, now: 101.5) # a refusal moves the stamp the holder's commit left
+    assert_equal :renewed, holder.renew(resource: R, owner: 7, token: 1, ttl: 30.0).status
+    assert_equal 3, calls, "the renewal's commit found the row moved once, then committed on the answer"
+    assert_match(/kept changing under the request/, other_refused.message, "the other store's refusal gave way")
+    assert_equal [nil, nil], claim, "the renewal's commit deleted its claim"
+    assert_equal :occupied, other.acquire(resource: R, owner: 8, ttl: 30.0, now: 104.0).reason, "then refused again"
+    assert_equal %i[acquired refused renewed refused], holder.events(resource: R).map(&:kind)
+  end
+
+  def test_a_claimants_own_decision_that_turned_into_a_refusal_commits_and_ends_its_claim
+    calls = 0
+    holder = claiming(open_store(clock: -> { (calls += 1) == 3 ? 100.0 : 1.0 }), 10.0) # the lease expires at 31
+    holder.acquire(resource: R, owner: 7, ttl: 30.0)
+    open_store.acquire(resource: R, owner: 8, ttl: 30.0, now: 2.0) # a refusal moves the stamp the holder's commit left
+    decision = holder.renew(resource: R, owner: 7, token: 1, ttl: 30.0) # a change found the row moved: its claim
+    assert_equal [:rejected, :expired], [decision.status, decision.reason], "decided again on the answer, at 100"
+    assert_equal [nil, nil], claim
+    assert_equal %i[acquired refused refused], holder.events(resource: R).map(&:kind)
+  end
+
+  def test_a_holder_renews_and_releases_while_other_processes_are_refused_without_a_pause
+    plain_suite_only!("forks workers")
+    holder = open_store
+    lease = holder.acquire(resource: R, owner: 7, ttl: 30.0).lease
+    stop = File.join(scratch_dir("lease-redis-hot"), "stop")
+    workers = Array.new(4) do |index|
+      fork do
+        store = LeaseMachines::Store.new(@url)
+        store.acquire(resource: R, owner: 100 + index, ttl: 30.0) until File.exist?(stop)
+        exit!(0)
+      rescue StandardError => e
+        warn "refused worker: #{e.class}: #{e.message}"
+        exit!(1)
+      end
+    end
+    assert eventually(30) { holder.events(resource: R, limit: 1000).count { _1.kind == :refused } >= 100 }, "refusals"
+    statuses = Array.new(5) { holder.renew(resource: R, owner: 7, token: lease.token, ttl: 30.0).status }
+    statuses << holder.release(resource: R, owner: 7, token: lease.token).status
+    File.write(stop, "")
+    assert(workers.all? { Process.wait2(_1).last.success? }, "every worker ended well")
+    assert_equal [*[:renewed] * 5, :released], statuses, "the holder committed among the refusals"
+    assert_equal [nil, nil], claim
+    assert_predicate holder.audit, :valid?
+  end
+
   def test_the_scripts_are_sent_again_when_the_server_forgot_them
     store = open_store
     store.acquire(resource: R, owner: 7, ttl: 30.0, now: 1.0)

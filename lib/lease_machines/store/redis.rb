@@ -29,7 +29,10 @@ module LeaseMachines
     # When the stamp moved, nothing was written, and the script answers the resource as it is now (its row, stamp
     # and token epoch, and TIME): close answers Store's CONFLICT, and Store decides again on that answer, until
     # +busy_timeout+ runs out (then StoreError). A refusal is checked the same way, so the event log is in the order
-    # the decisions were made on. The script compares and copies Strings; it knows no rule.
+    # the decisions were made on; and a change whose commit found the resource moved claims it for CLAIM_US (50 ms),
+    # during which other stores' refusals are answered as moved, so that the refusals of workers retrying without a
+    # pause cannot starve the holder's renewal or release (commit.rb). The script compares and copies Strings; it
+    # knows no rule.
     #
     # The read is skipped where this store knows the resource as its own last commit of it left it (or as a refused
     # commit's answer found it; up to KNOWN resources): then a decision is one round trip, its COMMIT. Its row is
@@ -55,7 +58,8 @@ module LeaseMachines
     # %7D (any other byte, ":" included, as it is), so the tag Redis Cluster hashes is always the whole name:
     #
     # - +lease_machines:{NAME}:lease+: a hash, the resource's row (slot 0) as the fields owner, token, expires_at,
-    #   last_issued, observed, revision (absent when nil: a vacant lease), and +stamp+.
+    #   last_issued, observed, revision (absent when nil: a vacant lease), +stamp+, and a change's claim (+claim+,
+    #   +claimant+) while it is decided again.
     # - +lease_machines:{NAME}:slots+: a hash, the rows of its semaphore's slots above 0 as fields "SLOT:column".
     # - +lease_machines:{NAME}:events+: a stream, its event log; each entry's id is "ID-0", ID the event's (Integer)
     #   id from the counter below, with the event's columns as fields (nil ones left out).
@@ -238,6 +242,8 @@ module LeaseMachines
         @commit_sha = Digest::SHA1.hexdigest(COMMIT)
         @known = {}
         @clock = nil
+        @claimant = SecureRandom.hex(8)
+        @claim_us = CLAIM_US
         @closed = false
       end
 
@@ -331,7 +337,7 @@ module LeaseMachines
                 EVENT_IDS, INDEX, EPOCH]
         args = [stamp.to_s, next_stamp, resource, @keep_events.to_s, text(event[1] - @events_max_age),
                 issues ? epoch || "-" : "", at.to_s, CARRIED_CLOCK_US, *row_words(slot, row),
-                event_words(slot, event)]
+                event_words(slot, event), event[0] == "refused" ? "" : "1", @claim_us, @claimant]
         reply, acknowledged = commit(keys, args)
         return advance_epoch(resource, epoch) if reply.first == "epoch"
 

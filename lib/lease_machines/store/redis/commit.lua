@@ -1,8 +1,9 @@
 local stamp = redis.call('HGET', KEYS[1], 'stamp') or ''
 local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local moved = stamp ~= ARGV[1]
+local change = ARGV[12] ~= ''
 if not moved and ARGV[7] ~= '' then
-  local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
   local at = tonumber(ARGV[7])
   moved = at > now or at < now - tonumber(ARGV[8])
 end
@@ -14,7 +15,15 @@ if not moved and ARGV[6] ~= '' then
     return {'epoch'}
   end
 end
+local claim = redis.call('HMGET', KEYS[1], 'claim', 'claimant')
+if not moved and not change and claim[2] ~= ARGV[14] then
+  local at = tonumber(claim[1] or '')
+  moved = at ~= nil and at > now - tonumber(ARGV[13]) and at <= now
+end
 if moved then
+  if change and stamp ~= ARGV[2] and stamp ~= '' then
+    redis.call('HSET', KEYS[1], 'claim', now, 'claimant', ARGV[14])
+  end
   local row = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires_at', 'last_issued', 'observed', 'revision')
   return {'moved', stamp, row[1], row[2], row[3], row[4], row[5], row[6],
           redis.call('HGET', KEYS[6], 'epoch'), time[1], time[2]}
@@ -32,6 +41,7 @@ local deletes, sets = words(ARGV[9]), words(ARGV[10])
 if #deletes > 0 then redis.call('HDEL', KEYS[2], unpack(deletes)) end
 if #sets > 0 then redis.call('HSET', KEYS[2], unpack(sets)) end
 redis.call('HSET', KEYS[1], 'stamp', ARGV[2])
+if claim[1] and (change or claim[2] == ARGV[14]) then redis.call('HDEL', KEYS[1], 'claim', 'claimant') end
 redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[4], string.format('%d-0', id), unpack(words(ARGV[11])))
 local cutoff = tonumber(ARGV[5])
 for _, entry in ipairs(redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 2)) do

@@ -18,9 +18,22 @@ module LeaseMachines
       # event's id, TIME};
       # when a check failed, {"moved", the stamp, the row of KEYS[1] (COLUMNS), the epoch, TIME}, the resource as it
       # is now, to be decided again; {"epoch"} when the epoch read is still there but was set in another history of
-      # the server (HISTORY: another process, or since a promotion). Nothing is written but for the first answer.
+      # the server (HISTORY: another process, or since a promotion). Nothing is written but for the first answer,
+      # and the claim below.
+      #
+      # The claim: a refusal's commit (ARGV[12] empty; "1" for a change) moves the stamp too (its row keeps the clock
+      # watermark, and the log is in the order of the decisions), so on a hot resource the refusals of requests
+      # retried without a pause would move it between every answer and commit of the holder's renewal or release,
+      # which would never commit (its request backs off; theirs are answered at once). So a change's commit that
+      # found the resource moved sets the fields +claim+ (TIME) and +claimant+ (ARGV[14], the store's own random id)
+      # of KEYS[1], and for ARGV[13] microseconds after that TIME another store's refusal is answered "moved" too
+      # (nothing written): the holder decides again on its answer and commits, and its commit deletes the claim (as
+      # any change's does, and the claimant's own refusal, where its decision turned into one). The refusals are
+      # decided again, after a pause, on what it left.
       # Every key's type is read before the first write, so a foreign key fails the script before it wrote anything.
       # (commit.lua names the fields of COLUMNS, in their order, where it reads the row: change both together.)
+      CLAIM_US = "50000"
+      private_constant :CLAIM_US
       COMMIT = "#{HISTORY}\n#{File.read(File.expand_path("commit.lua", __dir__))}"
       private_constant :COMMIT
 
