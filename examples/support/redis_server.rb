@@ -2,6 +2,7 @@
 
 require "fileutils"
 require "socket"
+require_relative "throwaway_server"
 
 # A throwaway redis-server for tests and benchmarks: Debian 12's (the redis-server package, which bin/setup installs)
 # on a free port of 127.0.0.1, its files (redis.log, any AOF or RDB) in a directory of its own. With no +args+ it keeps
@@ -82,9 +83,8 @@ class RedisServer
     self
   end
 
-  # A port that was free a moment ago on 127.0.0.1 (the kernel's pick for a socket bound to port 0, closed again):
-  # redis-server takes no port 0.
-  def self.free_port = Addrinfo.tcp("127.0.0.1", 0).bind { |socket| socket.local_address.ip_port }
+  # A port free now on 127.0.0.1 (ThrowawayServer.free_port): redis-server takes no port 0.
+  def self.free_port = ThrowawayServer.free_port
 
   private
 

@@ -7,6 +7,32 @@ require "socket"
 # when the process that started the server exits, and the tail of the server's log for an error. The including class
 # has #dir, #log (the log file's path), #launch (starts the server on its data) and #stop(mode:).
 module ThrowawayServer
+  # Where Linux keeps the range of ports it hands to outgoing connections.
+  EPHEMERAL_PORTS = "/proc/sys/net/ipv4/ip_local_port_range"
+  # The lowest port #free_port picks.
+  LOWEST_PORT = 10_000
+
+  # A port of 127.0.0.1 that is free now, chosen at random below the range the kernel hands to outgoing connections
+  # (ip_local_port_range), so that no other program's connection can take it between this choice and the server's
+  # bind (the kernel's own pick, port 0, comes from that very range); the kernel's pick where there is no room below
+  # it (or no such file).
+  def self.free_port
+    low = File.file?(EPHEMERAL_PORTS) ? Integer(File.read(EPHEMERAL_PORTS).split.first, 10) : 0
+    if low > LOWEST_PORT + 1000
+      50.times do
+        port = rand(LOWEST_PORT...low)
+        return port if free?(port)
+      end
+    end
+    Addrinfo.tcp("127.0.0.1", 0).bind { |socket| socket.local_address.ip_port }
+  end
+
+  # Whether +port+ of 127.0.0.1 can be bound now.
+  def self.free?(port)
+    Addrinfo.tcp("127.0.0.1", port).bind { true }
+  rescue Errno::EADDRINUSE, Errno::EACCES
+    false
+  end
   # Stops the server (immediately by default: a crash, for fault tests) and starts it again on the same port and
   # data. Returns self.
   def restart(mode: :immediate)
@@ -29,13 +55,7 @@ module ThrowawayServer
 
   private
 
-  # A port that was free a moment ago: the kernel's pick for a socket bound to port 0.
-  def free_port
-    server = TCPServer.new("127.0.0.1", 0)
-    server.addr[1]
-  ensure
-    server&.close
-  end
+  def free_port = ThrowawayServer.free_port
 
   # Stops the server when the process that started it exits (not in a forked child, which has the hook too).
   def stop_at_exit
