@@ -171,6 +171,10 @@ class StoreRedisTest < Minitest::Test
     store.acquire(resource: R, owner: 7, ttl: 30.0)
     adapter = store.instance_variable_get(:@adapter) # the last reading of TIME, as if this process had lost 50 ms
     reading, local = adapter.instance_variable_get(:@clock)
+    test = self
+    claims = [] # the resource's claim after each commit
+    recording = Module.new { define_method(:commit) { |*args| super(*args).tap { claims << test.claim } } }
+    adapter.singleton_class.prepend(recording)
     [-50_000, 50_000].each do |skew|
       adapter.instance_variable_set(:@clock, [reading + skew, local])
       sent[0] = 0
@@ -182,6 +186,7 @@ class StoreRedisTest < Minitest::Test
       assert_operator at, :>=, before - 0.001, "decided at the server's time, not #{skew} µs off it"
       assert_operator at, :<=, after
     end
+    assert_equal [[nil, nil]] * 4, claims, "a commit refused for its carried clock alone claims nothing"
   end
 
   def test_a_row_that_changed_after_the_read_is_decided_again_on_the_new_one
@@ -292,6 +297,20 @@ class StoreRedisTest < Minitest::Test
     assert_equal %i[acquired refused refused], holder.events(resource: R).map(&:kind)
   end
 
+  def test_a_forked_child_claims_under_an_id_of_its_own
+    plain_suite_only!("forks")
+    adapter = open_store.instance_variable_get(:@adapter)
+    parent = adapter.__send__(:claimant)
+    reader, writer = IO.pipe
+    pid = fork { writer.puts(adapter.__send__(:claimant)) && exit!(0) }
+    writer.close
+    child = reader.gets&.chomp
+    Process.wait(pid)
+    refute_equal parent, child, "the child's own refusals must not pass the parent's claims"
+    assert_match(/\A\h{16}\z/, child)
+    assert_equal parent, adapter.__send__(:claimant), "the parent's stays"
+  end
+
   def test_a_holder_renews_and_releases_while_other_processes_are_refused_without_a_pause
     plain_suite_only!("forks workers")
     holder = open_store
@@ -307,11 +326,15 @@ class StoreRedisTest < Minitest::Test
         exit!(1)
       end
     end
-    assert eventually(30) { holder.events(resource: R, limit: 1000).count { _1.kind == :refused } >= 100 }, "refusals"
-    statuses = Array.new(5) { holder.renew(resource: R, owner: 7, token: lease.token, ttl: 30.0).status }
-    statuses << holder.release(resource: R, owner: 7, token: lease.token).status
-    File.write(stop, "")
-    assert(workers.all? { Process.wait2(_1).last.success? }, "every worker ended well")
+    begin
+      assert eventually(30) { holder.events(resource: R, limit: 1000).count { _1.kind == :refused } >= 100 }
+      statuses = Array.new(5) { holder.renew(resource: R, owner: 7, token: lease.token, ttl: 30.0).status }
+      statuses << holder.release(resource: R, owner: 7, token: lease.token).status
+    ensure
+      File.write(stop, "")
+      ended = workers.map { Process.wait2(_1).last }
+    end
+    assert(ended.all?(&:success?), "every worker ended well")
     assert_equal [*[:renewed] * 5, :released], statuses, "the holder committed among the refusals"
     assert_equal [nil, nil], claim
     assert_predicate holder.audit, :valid?

@@ -242,7 +242,6 @@ module LeaseMachines
         @commit_sha = Digest::SHA1.hexdigest(COMMIT)
         @known = {}
         @clock = nil
-        @claimant = SecureRandom.hex(8)
         @claim_us = CLAIM_US
         @closed = false
       end
@@ -337,7 +336,7 @@ module LeaseMachines
                 EVENT_IDS, INDEX, EPOCH]
         args = [stamp.to_s, next_stamp, resource, @keep_events.to_s, text(event[1] - @events_max_age),
                 issues ? epoch || "-" : "", at.to_s, CARRIED_CLOCK_US, *row_words(slot, row),
-                event_words(slot, event), event[0] == "refused" ? "" : "1", @claim_us, @claimant]
+                event_words(slot, event), event[0] == "refused" ? "" : "1", @claim_us, claimant]
         reply, acknowledged = commit(keys, args)
         return advance_epoch(resource, epoch) if reply.first == "epoch"
 
@@ -405,6 +404,14 @@ module LeaseMachines
       end
 
       def ended_inside?(error) = @fence ? @fence.ended_inside?(error) : false
+
+      # This store's id in a claim (commit.rb): random, and another in a forked child, whose claims are its own.
+      def claimant
+        return @claimant if @claimant_pid == Process.pid
+
+        @claimant_pid = Process.pid
+        @claimant = SecureRandom.hex(8)
+      end
 
       # A request that failed (busy_timeout, a lost connection, an interrupt) also forgets what refused commits'
       # answers left (a row with the TIME it was read at, kept for the request's next try): a later request decides

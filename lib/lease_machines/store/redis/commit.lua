@@ -1,7 +1,8 @@
 local stamp = redis.call('HGET', KEYS[1], 'stamp') or ''
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-local moved = stamp ~= ARGV[1]
+local raced = stamp ~= ARGV[1]
+local moved = raced
 local change = ARGV[12] ~= ''
 if not moved and ARGV[7] ~= '' then
   local at = tonumber(ARGV[7])
@@ -21,12 +22,12 @@ if not moved and not change and claim[2] ~= ARGV[14] then
   moved = at ~= nil and at > now - tonumber(ARGV[13]) and at <= now
 end
 if moved then
-  if change and stamp ~= ARGV[2] and stamp ~= '' then
+  local row = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires_at', 'last_issued', 'observed', 'revision')
+  local epoch = redis.call('HGET', KEYS[6], 'epoch')
+  if change and raced and stamp ~= ARGV[2] and stamp ~= '' then
     redis.call('HSET', KEYS[1], 'claim', now, 'claimant', ARGV[14])
   end
-  local row = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires_at', 'last_issued', 'observed', 'revision')
-  return {'moved', stamp, row[1], row[2], row[3], row[4], row[5], row[6],
-          redis.call('HGET', KEYS[6], 'epoch'), time[1], time[2]}
+  return {'moved', stamp, row[1], row[2], row[3], row[4], row[5], row[6], epoch, time[1], time[2]}
 end
 redis.call('HLEN', KEYS[2])
 redis.call('XLEN', KEYS[3])

@@ -25,11 +25,12 @@ module LeaseMachines
       # watermark, and the log is in the order of the decisions), so on a hot resource the refusals of requests
       # retried without a pause would move it between every answer and commit of the holder's renewal or release,
       # which would never commit (its request backs off; theirs are answered at once). So a change's commit that
-      # found the resource moved sets the fields +claim+ (TIME) and +claimant+ (ARGV[14], the store's own random id)
-      # of KEYS[1], and for ARGV[13] microseconds after that TIME another store's refusal is answered "moved" too
-      # (nothing written): the holder decides again on its answer and commits, and its commit deletes the claim (as
-      # any change's does, and the claimant's own refusal, where its decision turned into one). The refusals are
-      # decided again, after a pause, on what it left.
+      # found the stamp moved (not one refused for its carried clock or its epoch alone) sets the fields +claim+
+      # (TIME) and +claimant+ (ARGV[14], the store's own random id) of KEYS[1], and for ARGV[13] microseconds after
+      # that TIME another store's refusal is answered "moved" too (nothing written): the holder decides again on its
+      # answer and commits, and its commit deletes the claim (as any change's commit does, and the claimant's own
+      # refusal, where its decision turned into one). The refusals are decided again on the answer, after a pause
+      # from their second conflict on.
       # Every key's type is read before the first write, so a foreign key fails the script before it wrote anything.
       # (commit.lua names the fields of COLUMNS, in their order, where it reads the row: change both together.)
       CLAIM_US = "50000"
