@@ -10,8 +10,11 @@ require "support/active_job_support"
 class ActiveJobSlotProcessesTest < Minitest::Test
   include LeaseMachines::ActiveJobSupport
 
-  # Renewals every quarter of a second leave a worker TTL - RENEW seconds to renew in: a margin a loaded machine keeps.
-  TTL = 2.0
+  # Renewals every quarter of a second leave a worker TTL - RENEW seconds to renew in: a margin a loaded machine keeps,
+  # and one past the 2 s after which PostgreSQL ends a decision's transaction that a frozen process left open (the
+  # stalled worker's renewer may be inside one, holding the resource's rows, when SIGSTOP lands; the other worker's
+  # renewal waits for them that long).
+  TTL = 4.0
   RENEW = 0.25
   LIMIT = 2
 
