@@ -57,7 +57,6 @@ module Bench
 
     def self.now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     def self.realtime = Process.clock_gettime(Process::CLOCK_REALTIME)
-    def self.median(values) = values.sort[values.size / 2]
 
     # One variant's figures: medians over the rounds, in microseconds per transaction.
     Row = Data.define(:key, :label, :wall, :cpu)
@@ -74,7 +73,7 @@ module Bench
         end
       end
       variants.map do |key, label, _|
-        Row.new(key, label, median(samples[key][:wall]), median(samples[key][:cpu]))
+        Row.new(key, label, Bench.quantile(samples[key][:wall], 0.5), Bench.quantile(samples[key][:cpu], 0.5))
       end
     end
 

@@ -66,16 +66,16 @@ module Bench
     SLICES = 5
     TARGETS = { sqlite: 1.3, postgresql: 1.3, redis: 2.0, mysql: 1.5 }.freeze
     # The databases whose rows run (STORES, comma-separated; default: all).
-    SELECTED = ENV.fetch("STORES", "sqlite,postgresql,redis,mysql").split(",").map { _1.strip.to_sym }
+    SELECTED = Bench.selected_stores(%i[sqlite postgresql redis mysql])
 
     # A figure from several rounds (in round order): the median, and half the interquartile range, relative.
     Rate = Data.define(:samples) do
-      def median = Stores.quantile(samples, 0.5)
-      def spread = (Stores.quantile(samples, 0.75) - Stores.quantile(samples, 0.25)) / 2.0 / median
+      def median = Bench.quantile(samples, 0.5)
+      def spread = (Bench.quantile(samples, 0.75) - Bench.quantile(samples, 0.25)) / 2.0 / median
 
       # How many times this one's time per operation +other+'s is: the median of the rounds' ratios, each taken
       # between two reports of the same round.
-      def times(other) = Stores.quantile(other.samples.zip(samples).map { |a, b| a / b }, 0.5)
+      def times(other) = Bench.quantile(other.samples.zip(samples).map { |a, b| a / b }, 0.5)
 
       def to_s
         digits = median >= 100 ? median.round.to_s.reverse.scan(/\d{1,3}/).join(",").reverse : format("%.1f", median)
@@ -617,14 +617,6 @@ module Bench
     module_function
 
     def percent(share) = "#{(share * 100).round}%"
-
-    # The +q+ quantile of +values+, interpolated between the two nearest.
-    def quantile(values, q)
-      sorted = values.sort
-      at = q * (sorted.size - 1)
-      low = sorted[at.floor]
-      low + ((sorted[at.ceil] - low) * (at - at.floor))
-    end
 
     # The distribution (os-release's PRETTY_NAME).
     def os

@@ -163,6 +163,17 @@ module Bench
     end
   end
 
+  # The +q+ quantile (0.0 to 1.0) of +values+ (Numerics, at least one), interpolated between the two nearest.
+  def quantile(values, q)
+    sorted = values.sort
+    at = q * (sorted.size - 1)
+    low = sorted[at.floor]
+    low + ((sorted[at.ceil] - low) * (at - at.floor))
+  end
+
+  # The stores a benchmark runs (Symbols): STORES, names separated by commas, or +default+ without it.
+  def selected_stores(default) = ENV.fetch("STORES", default.join(",")).split(",").map { _1.strip.to_sym }
+
   def si(ips)
     return format("%.2fM", ips / 1e6) if ips >= 1e6
     return format("%.1fk", ips / 1e3) if ips >= 1e3

@@ -46,7 +46,7 @@ module Bench
     COUNTS = ENV.fetch("BENCH_WORKERS", "1,4,16,64").split(",").map { Integer(_1.strip) }.sort.uniq
     SECONDS = Float(ENV.fetch("BENCH_WORKERS_SECONDS", "5"))
     WARMUP = Float(ENV.fetch("BENCH_WORKERS_WARMUP", "0.5"))
-    SELECTED = ENV.fetch("STORES", "sqlite,postgresql,redis").split(",").map { _1.strip.to_sym }
+    SELECTED = Bench.selected_stores(%i[sqlite postgresql redis])
     SVG_PATH = ENV.fetch("BENCH_WORKERS_SVG", File.expand_path("../docs/performance-workers.svg", __dir__))
     MODES = %i[distinct one].freeze
     # The most latencies a worker sends back.
