@@ -242,7 +242,7 @@ module LeaseMachines
         @commit_sha = Digest::SHA1.hexdigest(COMMIT)
         @known = {}
         @clock = nil
-        @claim_us = CLAIM_US
+        @claim_us = CLAIM_US # how long this store's claims hold off others' refusals (a test lengthens it)
         @closed = false
       end
 
